@@ -1,0 +1,42 @@
+# The two commands a learner and a CI maintainer need:
+#   make lab    set up .venv (first time only) and open JupyterLab on notebooks/
+#   make test   set up .venv (first time only) and run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+LAB_FLAGS ?=
+PYTEST_FLAGS ?=
+KERNEL_NAME := gpu-course
+
+.PHONY: lab test install release release-check lock clean-venv
+
+install: $(STAMP)
+
+# Reinstall only when the dependency declarations change.
+$(STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test]'
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_FLAGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_FLAGS)
+
+release: $(STAMP)
+	$(VENV)/bin/course release
+
+release-check: $(STAMP)
+	$(VENV)/bin/course release --check
+
+lock:
+	printf 'torch==2.13.0\n' > .lock-constraints.txt
+	uv pip compile pyproject.toml --extra test --universal --python-version 3.10 --no-header \
+		-c .lock-constraints.txt -o requirements.lock.new && rm .lock-constraints.txt
+	@echo "Review requirements.lock.new, then move it over requirements.lock."
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,133 @@
+"""Choosing the device to train on: the course's one place for device logic.
+
+Every notebook and helper asks :func:`get_device`; nothing else in the course
+decides between CUDA, MPS, XPU and the CPU.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+ENV_VAR = "COURSE_DEVICE"
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """The device :func:`explain_device` picked and the reason, in words."""
+
+    device: torch.device
+    reason: str
+
+
+def _accelerator_type() -> str | None:
+    """The current accelerator's type ('cuda', 'mps', 'xpu', ...) or None."""
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    return None if accelerator is None else accelerator.type
+
+
+def _type_available(device_type: str) -> bool:
+    if device_type == "cpu":
+        return True
+    if device_type == "meta":
+        return True
+    if device_type == "cuda":
+        return torch.cuda.is_available()
+    if device_type == "mps":
+        return torch.backends.mps.is_available()
+    backend = getattr(torch, device_type, None)
+    is_available = getattr(backend, "is_available", None)
+    return bool(is_available()) if callable(is_available) else False
+
+
+def _device_count(device_type: str) -> int:
+    if device_type in ("cpu", "meta", "mps"):
+        return 1
+    backend = getattr(torch, device_type, None)
+    device_count = getattr(backend, "device_count", None)
+    return int(device_count()) if callable(device_count) else 0
+
+
+def available_devices() -> list[str]:
+    """Every device string that would work here, e.g. ['cuda:0', 'cuda:1', 'cpu']."""
+    names: list[str] = []
+    accelerator = _accelerator_type()
+    if accelerator is not None:
+        count = _device_count(accelerator)
+        if accelerator == "mps":
+            names.append("mps")
+        else:
+            names.extend(f"{accelerator}:{index}" for index in range(count))
+    names.append("cpu")
+    return names
+
+
+def _validate(requested: str | torch.device, source: str) -> torch.device:
+    """Turn a device request into a usable ``torch.device`` or raise ValueError."""
+    try:
+        device = torch.device(requested)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(
+            f"{source} asks for device {str(requested)!r}, which is not a device name "
+            f"({error}). Available here: {', '.join(available_devices())}."
+        ) from None
+    if device.type == "meta":
+        return device  # data-less tensors: always available, used to demonstrate errors
+    if not _type_available(device.type):
+        raise ValueError(
+            f"{source} asks for device {str(requested)!r}, but no {device.type} device is "
+            f"available on this machine. Available here: {', '.join(available_devices())}."
+        )
+    if device.index is not None and device.index >= _device_count(device.type):
+        raise ValueError(
+            f"{source} asks for device {str(requested)!r}, but only "
+            f"{_device_count(device.type)} {device.type} device(s) exist. "
+            f"Available here: {', '.join(available_devices())}."
+        )
+    return device
+
+
+def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
+    """Pick the device as :func:`get_device` does, and say why."""
+    from_env = os.environ.get(ENV_VAR, "").strip()
+    if from_env:
+        device = _validate(from_env, f"The environment variable {ENV_VAR}")
+        return DeviceChoice(device, f"{ENV_VAR}={from_env} is set")
+    if prefer is not None:
+        device = _validate(prefer, "get_device(prefer=...)")
+        return DeviceChoice(device, f"prefer={str(prefer)!r} was requested")
+    accelerator = _accelerator_type()
+    if accelerator is not None:
+        device = torch.device(accelerator, torch.accelerator.current_device_index())
+        if accelerator == "mps":
+            device = torch.device("mps")
+        return DeviceChoice(device, f"torch.accelerator found a {accelerator} device")
+    return DeviceChoice(torch.device("cpu"), "no accelerator is available, so the CPU is used")
+
+
+def get_device(prefer: str | torch.device | None = None) -> torch.device:
+    """Return the device to compute on.
+
+    Order: the ``COURSE_DEVICE`` environment variable, then ``prefer``, then the
+    accelerator that ``torch.accelerator`` reports (CUDA, MPS, XPU, ...), then the CPU.
+    A requested device that does not exist or is unavailable raises ``ValueError``
+    naming it and listing what is available.
+    """
+    return explain_device(prefer).device
+
+
+def synchronize(device: str | torch.device | None = None) -> None:
+    """Wait until all queued work on ``device`` has finished (no-op on the CPU).
+
+    GPU kernels run asynchronously: a timer stopped without synchronising measures
+    only how long it took to *queue* the work.
+    """
+    device = torch.device(device) if device is not None else get_device()
+    if device.type in ("cpu", "meta"):
+        return
+    accelerator = _accelerator_type()
+    if accelerator == device.type:
+        torch.accelerator.synchronize(device)
+    elif device.type == "cuda":  # pragma: no cover - CUDA present but not the current accelerator
+        torch.cuda.synchronize(device)
