@@ -1,1 +1,100 @@
-def main(): pass
+"""The ``course`` command line (also ``python -m course_utils``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _doctor(args) -> int:
+    from . import doctor
+
+    return doctor.main(as_json=args.json)
+
+
+def _release(args) -> int:
+    from .paths import course_root
+    from .release import release
+
+    root = course_root()
+    drifted = release(root, args.lessons or None, check=args.check)
+    if args.check:
+        if drifted:
+            print("notebooks/ is out of date with solutions/ for: " + ", ".join(drifted)
+                  + "\nRun `course release` and commit the result.")
+            return 1
+        print("notebooks/ matches what nbgrader generates from solutions/.")
+        return 0
+    print(f"Released: {', '.join(drifted) if drifted else 'nothing changed'}.")
+    return 0
+
+
+def _grade(args) -> int:
+    from .grading.runner import FAILED_STATUSES, format_table, grade
+    from .grading.session import Limits
+    from .paths import course_root
+
+    limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
+                    memory_mb=args.memory_mb, output_bytes=args.max_output)
+    out = Path(args.out)
+    rows = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
+                 db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed)
+    print(format_table(rows))
+    print(f"\nGradebook: {args.db or out / 'gradebook.db'}; grades: {out / 'grades.csv'}; "
+          f"feedback: {out / 'feedback'}/")
+    failed = [row for row in rows if row.status in FAILED_STATUSES]
+    if failed:
+        print(f"{len(failed)} submission(s) could not be fully graded; see status and reason.")
+        return 1
+    return 0
+
+
+def _clean(args) -> int:
+    from .hygiene import clean_file
+
+    changed = [path for path in args.paths if clean_file(Path(path))]
+    for path in changed:
+        print(f"cleaned {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    doctor = commands.add_parser("doctor", help="report the environment and the device in use")
+    doctor.add_argument("--json", action="store_true", help="print JSON instead of text")
+    doctor.set_defaults(run=_doctor)
+
+    release = commands.add_parser("release", help="regenerate notebooks/ from solutions/")
+    release.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
+    release.add_argument("--check", action="store_true",
+                         help="change nothing; exit 1 and list the lessons that drifted")
+    release.set_defaults(run=_release)
+
+    grade = commands.add_parser("grade", help="autograde SUBMISSIONS/<student>/<lesson>/*.ipynb")
+    grade.add_argument("submissions", help="folder of submissions")
+    grade.add_argument("--lesson", action="append", help="grade only this lesson (repeatable)")
+    grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
+    grade.add_argument("--out", default="grading-output", help="where grades.csv and feedback go")
+    grade.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
+    grade.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell")
+    grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    grade.add_argument("--memory-mb", type=int, default=4096, help="memory cap of a kernel")
+    grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
+    grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
+    grade.set_defaults(run=_grade)
+
+    clean = commands.add_parser("clean", help="strip outputs and volatile metadata from notebooks")
+    clean.add_argument("paths", nargs="+")
+    clean.set_defaults(run=_clean)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"course {args.command}: {error}", file=sys.stderr)
+        return 2

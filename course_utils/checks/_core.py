@@ -107,6 +107,13 @@ def expect_no_probe_error(observations: Any, what: str) -> None:
         fail(f"{what} raised {error}.", "run it on a small input in a new cell and read the traceback.")
 
 
+def expect_one_result_per_case(cases: list, results: Any, what: str) -> None:
+    """Fail unless the probe reported exactly one result per case (anything else is tampering)."""
+    if not isinstance(results, list) or len(results) != len(cases):
+        fail(f"{what} could not be checked on every case (the check's data was incomplete).",
+             "run the notebook from a fresh kernel without redefining the course's functions.")
+
+
 def expect_type(value_type: str, expected: str | tuple[str, ...], what: str, fix: str) -> None:
     expected_names = (expected,) if isinstance(expected, str) else expected
     if value_type not in expected_names:

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import random
 
-from ._core import check, expect_no_probe_error, fail
+from ._core import check, expect_no_probe_error, expect_one_result_per_case, fail
+
+
+def _fail_if_not_implemented(error: str, what: str) -> None:
+    """The released stub raises NotImplementedError: say so instead of 'read the traceback'."""
+    if error.startswith("NotImplementedError"):
+        expect_no_probe_error({"probe_error": error}, what)
 from ._probe_support import describe, patched  # noqa: F401  (names the probes use)
 
 # Simulated machines: what each availability function reports.
@@ -52,22 +58,31 @@ def probe_pick_device(pick_device, inputs):
        make_inputs=_machine_inputs, probe=probe_pick_device)
 def check_pick_device(inputs, observations):
     expect_no_probe_error(observations, "pick_device()")
+    expect_one_result_per_case(inputs["machines"], observations["results"], "pick_device()")
     for machine, result in zip(inputs["machines"], observations["results"]):
         where = f"On a machine with CUDA={machine['cuda']} and MPS={machine['mps']}"
         if "error" in result:
             error = result["error"]
+            _fail_if_not_implemented(error, "pick_device()")
             hint = ("every branch must assign `device`: add the missing `else: device = "
                     "torch.device('cpu')`." if "UnboundLocalError" in error or "NameError" in error
                     else "read the traceback of pick_device() on such a machine.")
             fail(f"{where}, pick_device() raised {error}.", hint)
+        if result["type"] == "NoneType":
+            fail(f"{where}, pick_device() returned None.",
+                 "some branch ends without `return`: give every case, the CPU fallback "
+                 "included, a `return torch.device(...)`.")
         if result["type"] != "device":
             fail(f"{where}, pick_device() returned a {result['type']}, not a torch.device.",
                  "return `torch.device('cuda')` (a device object), not a string or a bool.")
         if result["device_type"] != machine["expected"]:
+            overwritten = (" only in a final `else:` (an unconditional `device = "
+                           "torch.device('cpu')` after the `if` overwrites the choice)"
+                           if result["device_type"] == "cpu" else "")
             fail(f"{where}, pick_device() returned {result['text']!r}; it should pick "
                  f"{machine['expected']!r}.",
                  "test torch.cuda.is_available() first, then torch.backends.mps.is_available(), "
-                 "and fall back to torch.device('cpu').")
+                 f"and fall back to torch.device('cpu'){overwritten}.")
         if result["index"] not in (None, 0):
             fail(f"{where}, pick_device() returned {result['text']!r}.",
                  "use the default device (index 0 or no index).")
@@ -102,8 +117,14 @@ def probe_gpu_inventory(gpu_inventory, inputs):
 
     results = []
     for gpus in inputs["machines"]:
-        def properties(index=None, gpus=gpus):
-            index = 0 if index is None else int(getattr(index, "index", index) or 0)
+        def properties(device=None, gpus=gpus):
+            # Accept what torch.cuda accepts: None, an int, "cuda:1", torch.device("cuda", 1).
+            if device is None:
+                index = 0
+            elif isinstance(device, int):
+                index = device
+            else:
+                index = torch.device(device).index or 0
             return types.SimpleNamespace(**gpus[index])
 
         with patched([
@@ -128,9 +149,11 @@ KEYS = ("index", "name", "memory_gib", "capability", "sm_count")
        make_inputs=_inventory_inputs, probe=probe_gpu_inventory)
 def check_gpu_inventory(inputs, observations):
     expect_no_probe_error(observations, "gpu_inventory()")
+    expect_one_result_per_case(inputs["machines"], observations["results"], "gpu_inventory()")
     for gpus, result in zip(inputs["machines"], observations["results"]):
         where = f"On a machine with {len(gpus)} GPU(s)"
         if "error" in result:
+            _fail_if_not_implemented(result["error"], "gpu_inventory()")
             hint = ("with no GPU, return [] before asking for device properties."
                     if not gpus else "read the traceback of gpu_inventory() on such a machine.")
             fail(f"{where}, gpu_inventory() raised {result['error']}.", hint)

@@ -1,0 +1,66 @@
+"""``course release``: make notebooks/ (the learner release) from solutions/ with nbgrader."""
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from .hygiene import clean_notebook
+from .paths import check_lessons, ensure_tools_on_path
+
+
+class ReleaseError(RuntimeError):
+    """nbgrader could not generate a lesson; the message holds its own explanation."""
+
+
+def generate(root: Path, lesson: str, target: Path) -> Path:
+    """Run ``nbgrader generate_assignment`` for one lesson into ``target``; return its folder."""
+    ensure_tools_on_path()
+    with tempfile.TemporaryDirectory(prefix="course-release-db-") as db_folder:
+        command = [
+            sys.executable, "-m", "nbgrader", "generate_assignment", lesson, "--force",
+            "--log-level=WARN",
+            f"--CourseDirectory.root={root}",
+            "--CourseDirectory.source_directory=solutions",
+            f"--CourseDirectory.release_directory={target}",
+            f"--CourseDirectory.db_url=sqlite:///{db_folder}/gradebook.db",
+        ]
+        done = subprocess.run(command, cwd=db_folder, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ReleaseError(f"nbgrader could not generate {lesson}:\n{done.stdout}{done.stderr}")
+    folder = target / lesson
+    for path in folder.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.write(clean_notebook(nb), path)
+    return folder
+
+
+def _differs(generated: Path, released: Path) -> bool:
+    if not released.is_dir():
+        return True
+    comparison = filecmp.dircmp(generated, released, ignore=[".ipynb_checkpoints", "__pycache__"])
+    if comparison.left_only or comparison.right_only or comparison.funny_files:
+        return True
+    _, mismatch, errors = filecmp.cmpfiles(generated, released, comparison.common_files,
+                                           shallow=False)
+    return bool(mismatch or errors)
+
+
+def release(root: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
+    """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted."""
+    drifted = []
+    with tempfile.TemporaryDirectory(prefix="course-release-") as folder:
+        for lesson in check_lessons(root, lessons):
+            generated = generate(root, lesson, Path(folder))
+            released = root / "notebooks" / lesson
+            if _differs(generated, released):
+                drifted.append(lesson)
+                if not check:
+                    shutil.rmtree(released, ignore_errors=True)
+                    shutil.copytree(generated, released)
+    return drifted
