@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 import csv
-import json
+import multiprocessing
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..paths import check_lessons, lesson_notebooks
-from . import feedback, gradebook
+from . import feedback, gradebook, worker
 from .session import Limits, unshare_prefix
 
 FAILED_STATUSES = {"invalid", "missing", "kernel-died", "timeout", "output-limit", "error"}
@@ -70,30 +70,44 @@ def _missing_notebooks(job: dict) -> dict | None:
     return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
 
 
-def run_worker(job: dict) -> dict:
-    """Grade one submission in a separate process, with a hard backstop on its wall time."""
-    missing = _missing_notebooks(job)
-    if missing:
-        return missing
-    limits = job["limits"]
-    backstop = limits["submission_timeout"] + limits["startup_timeout"] + 30
-    with tempfile.TemporaryDirectory(prefix="course-job-") as folder:
-        job_path, result_path = Path(folder, "job.json"), Path(folder, "result.json")
-        job_path.write_text(json.dumps(job))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "course_utils.grading.worker", str(job_path), str(result_path)],
-            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def run_all(work: list[dict], jobs: int) -> list[dict]:
+    """Grade every job in ``jobs`` worker processes; a worker that fails costs one row only.
+
+    Workers are long-lived (they import the checks once) and started with "spawn", so
+    nothing of this process's state leaks into them. Each enforces its submission's time
+    limit on its kernel; the backstop here only catches a worker that itself hangs.
+    """
+    results: list[dict | None] = [None] * len(work)
+    pending = {}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        for index, job in enumerate(work):
+            results[index] = _missing_notebooks(job)
+            if results[index] is None:
+                pending[pool.submit(worker.run_job, job)] = index
+        backstop = time.monotonic() + sum(_backstop(work[i]) for i in pending.values()) / jobs + 60
         try:
-            _, stderr = process.communicate(timeout=backstop)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return _failed(job, "timeout", f"grading took longer than {backstop:.0f} s and was "
-                                           "stopped")
-        if process.returncode != 0 or not result_path.exists():
-            last = (stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-            return _failed(job, "error", f"the grader failed on this submission: {last[0]}")
-        return json.loads(result_path.read_text())
+            for future in as_completed(pending, timeout=max(1.0, backstop - time.monotonic())):
+                index = pending[future]
+                try:
+                    results[index] = future.result()
+                except Exception as error:  # noqa: BLE001 - one broken worker, one failed row
+                    results[index] = _failed(work[index], "error",
+                                             f"the grader failed on this submission: {error!r}")
+        except FuturesTimeout:
+            for future, index in pending.items():
+                if results[index] is None:
+                    future.cancel()
+                    results[index] = _failed(work[index], "timeout",
+                                             "grading did not finish within the backstop")
+            for process in list(pool._processes.values()):  # the hung worker and its peers
+                process.kill()
+    return results
+
+
+def _backstop(job: dict) -> float:
+    limits = job["limits"]
+    return limits["submission_timeout"] + limits["startup_timeout"]
 
 
 def _failed(job: dict, status: str, reason: str) -> dict:
@@ -160,8 +174,7 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     threads = max(1, (os.cpu_count() or 1) // jobs)
     work = [_job(root, student, lesson, folder, limits, run_seed, threads)
             for student, lesson, folder in discover(submissions, chosen)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(run_worker, work))
+    results = run_all(work, jobs)
     # Every kernel is dead by now: nothing a student ran can touch what is written next.
     for result in results:
         gradebook.record(db_url, result)

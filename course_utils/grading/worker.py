@@ -1,4 +1,4 @@
-"""Grade one submission: ``python -m course_utils.grading.worker JOB.json RESULT.json``.
+"""Grade one submission in a worker process (see runner.py).
 
 Runs in its own process. The student's code runs only in the kernel this process
 starts; checks' verdicts are computed here from the plain JSON the probes return.
@@ -10,7 +10,6 @@ import inspect
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -159,14 +158,7 @@ def grade_submission(job: dict) -> dict:
     return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
 
 
-def main(argv: list[str]) -> int:
-    job_path, result_path = map(Path, argv)
-    job = json.loads(job_path.read_text())
-    job["deadline"] = time.monotonic() + job["limits"]["submission_timeout"]
-    result = grade_submission(job)
-    result_path.write_text(json.dumps(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def run_job(job: dict) -> dict:
+    """Entry point in a grading worker process: start the submission's clock, then grade."""
+    job = dict(job, deadline=time.monotonic() + job["limits"]["submission_timeout"])
+    return grade_submission(job)

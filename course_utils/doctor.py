@@ -1,0 +1,306 @@
+"""``course doctor``: is this Python ready for the course, and which device will it use?
+
+:func:`collect` gathers the facts as a JSON-able dict; :func:`main` prints them as a
+short report (or as JSON) and returns the exit status:
+
+* 0 -- the environment works (PyTorch imports, the device request can be met);
+* 1 -- PyTorch cannot be imported;
+* 2 -- a requested device (``COURSE_DEVICE``) is not available here.
+
+On failure exactly one line, starting ``course doctor:``, goes to stderr.
+
+PyTorch is imported inside the functions, never at module level, so that a missing
+PyTorch is reported instead of crashing the import of this module.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any, TextIO
+
+#: Distribution name -> the label shown in the report.
+PACKAGES = {
+    "torch": "PyTorch",
+    "nbgrader": "nbgrader",
+    "nbval": "nbval",
+    "jupyterlab": "JupyterLab",
+}
+NOT_INSTALLED = "not installed"
+EXIT_OK, EXIT_NO_TORCH, EXIT_NO_DEVICE = 0, 1, 2
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return NOT_INSTALLED
+
+
+def _start_method() -> dict[str, Any]:
+    """The multiprocessing start method, read without fixing it as a side effect."""
+    chosen = multiprocessing.get_start_method(allow_none=True)
+    # The first entry is the platform's default (documented); asking
+    # get_start_method() without allow_none would *set* the context.
+    default = multiprocessing.get_all_start_methods()[0]
+    return {"method": chosen or default, "explicitly_set": chosen is not None}
+
+
+def _cuda_devices(torch: Any) -> list[dict[str, Any]]:
+    devices = []
+    for index in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(index)
+        devices.append({
+            "device": f"cuda:{index}",
+            "index": index,
+            "name": props.name,
+            "memory_gib": round(props.total_memory / 2**30, 2),
+            "capability": f"{props.major}.{props.minor}",
+            "sm_count": props.multi_processor_count,
+            # The rule torch.cuda.is_bf16_supported(including_emulation=False) applies
+            # to the *current* device, applied to each device: native bf16 needs
+            # compute capability 8.0 (Ampere) or newer; ROCm GPUs support it.
+            "bf16": bool(torch.version.hip) or props.major >= 8,
+        })
+    return devices
+
+
+def _mps_device(torch: Any) -> dict[str, Any]:
+    try:
+        memory = round(torch.mps.recommended_max_memory() / 2**30, 2)
+    except Exception:  # older macOS/PyTorch: not reported
+        memory = None
+    try:
+        torch.ones(1, dtype=torch.bfloat16, device="mps")
+        bf16 = True
+    except Exception:  # bf16 on MPS needs macOS 14 or newer
+        bf16 = False
+    return {"device": "mps", "index": 0, "name": "Apple MPS", "memory_gib": memory,
+            "capability": None, "sm_count": None, "bf16": bf16}
+
+
+def _other_accelerator(torch: Any, device_type: str) -> list[dict[str, Any]]:
+    """XPU and friends: report what their backend module offers."""
+    backend = getattr(torch, device_type, None)
+    count = int(getattr(backend, "device_count", lambda: 0)())
+    devices = []
+    for index in range(count):
+        name = None
+        get_name = getattr(backend, "get_device_name", None)
+        if callable(get_name):
+            try:
+                name = str(get_name(index))
+            except Exception:
+                name = None
+        devices.append({"device": f"{device_type}:{index}", "index": index, "name": name,
+                        "memory_gib": None, "capability": None, "sm_count": None,
+                        "bf16": None})
+    return devices
+
+
+def _accelerators(torch: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if torch.cuda.is_available():
+        found.extend(_cuda_devices(torch))
+    if torch.backends.mps.is_available():
+        found.append(_mps_device(torch))
+    accelerator = torch.accelerator.current_accelerator(check_available=True)
+    if accelerator is not None and accelerator.type not in ("cuda", "mps"):
+        found.extend(_other_accelerator(torch, accelerator.type))
+    return found
+
+
+def _why_no_accelerator(torch: Any) -> str:
+    if torch.version.cuda is None and torch.version.hip is None:
+        if sys.platform == "darwin":
+            if torch.backends.mps.is_built():
+                return "this Mac's GPU (MPS) is not available (MPS needs macOS 12.3+)."
+            return "this PyTorch build has no MPS support."
+        return ("this PyTorch build is CPU-only (torch.version.cuda is None): "
+                "install a CUDA wheel to use an NVIDIA GPU.")
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return "CUDA_VISIBLE_DEVICES is set to an empty string, which hides every GPU."
+    return ("PyTorch has CUDA support but sees no GPU: no NVIDIA GPU, or no working driver "
+            "(run nvidia-smi to check).")
+
+
+def _advice(system: str, start_method: str, device_type: str | None,
+            cuda_initialized: bool, cpu_count: int | None) -> list[str]:
+    advice = []
+    if start_method in ("spawn", "forkserver"):
+        advice.append(
+            f"DataLoader workers start with '{start_method}' here: each worker re-imports your "
+            "script, so put the training code of a script under "
+            "`if __name__ == \"__main__\":`.")
+        advice.append(
+            "In a notebook, workers cannot import classes or functions defined in the "
+            "notebook: num_workers=0 is the safe start; move the Dataset to a .py file before "
+            "raising it.")
+    else:
+        advice.append(
+            f"DataLoader workers start with '{start_method}' here (Linux): they start fast and "
+            "work in notebooks, but must not use CUDA themselves: keep datasets on the CPU and "
+            "move each batch to the GPU in the main process.")
+        if cuda_initialized:
+            advice.append(
+                "CUDA was already initialised in this process: a forked worker that touches "
+                "CUDA fails with 'Cannot re-initialize CUDA in forked subprocess'.")
+    if cpu_count and cpu_count > 1:
+        advice.append(
+            f"When data loading is the bottleneck, try num_workers={min(8, cpu_count - 1)} "
+            "(about one per spare CPU core); more workers than cores only adds overhead.")
+    else:
+        advice.append("One CPU core: keep num_workers=0.")
+    if device_type == "cuda":
+        advice.append(
+            "pin_memory=True in the DataLoader speeds up host-to-GPU copies here "
+            "(pair it with .to(device, non_blocking=True)).")
+    else:
+        advice.append(
+            "pin_memory only helps when copying to a CUDA device: leave it False on "
+            f"{device_type or 'this machine'}.")
+    if system == "Windows":
+        advice.append("On Windows, run scripts with DataLoader workers from a terminal, "
+                      "not from an interactive interpreter.")
+    return advice
+
+
+def collect() -> dict[str, Any]:
+    """Every fact the report shows, as a JSON-able dict.
+
+    ``report["ok"]`` is False when the environment does not work; ``report["error"]``
+    then says why in one sentence.
+    """
+    start = _start_method()
+    report: dict[str, Any] = {
+        "ok": True,
+        "error": None,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "platform": {"system": platform.system(), "release": platform.release(),
+                     "machine": platform.machine()},
+        "packages": {name: _version(name) for name in PACKAGES},
+        "multiprocessing": start,
+        "cpu": {"torch_threads": None, "os_cpu_count": os.cpu_count()},
+    }
+    try:
+        import torch
+    except ImportError as error:
+        report.update(ok=False, error=(
+            f"PyTorch cannot be imported in {sys.executable} ({error}); install the course "
+            "requirements (make install) and use that environment."))
+        return report
+
+    from .devices import available_devices, explain_device
+
+    # Read before anything below touches CUDA (asking for device properties initialises it).
+    cuda_initialized = bool(torch.cuda.is_initialized())
+    report["torch"] = {
+        "version": torch.__version__,
+        "cuda_build": torch.version.cuda,
+        "hip_build": torch.version.hip,
+        "mps_built": bool(torch.backends.mps.is_built()),
+        "cuda_initialized": cuda_initialized,
+    }
+    report["cpu"]["torch_threads"] = torch.get_num_threads()
+
+    try:
+        choice = explain_device()
+        report["device"] = {"picked": str(choice.device), "reason": choice.reason}
+        device_type = choice.device.type
+    except ValueError as error:
+        report.update(ok=False, error=str(error))
+        report["device"] = {"picked": None, "reason": None}
+        device_type = None
+    report["device"]["available"] = available_devices()
+
+    accelerators = _accelerators(torch)
+    report["accelerators"] = accelerators
+    report["no_accelerator_reason"] = None if accelerators else _why_no_accelerator(torch)
+    report["advice"] = _advice(report["platform"]["system"], start["method"], device_type,
+                               cuda_initialized, report["cpu"]["os_cpu_count"])
+    return report
+
+
+def _format_accelerator(entry: dict[str, Any]) -> str:
+    parts = [f"{entry['device']:<8}", entry["name"] or "(unnamed)"]
+    if entry["memory_gib"] is not None:
+        parts.append(f"{entry['memory_gib']:.1f} GiB")
+    if entry["capability"] is not None:
+        parts.append(f"capability {entry['capability']}")
+    if entry["sm_count"] is not None:
+        parts.append(f"{entry['sm_count']} SMs")
+    if entry["bf16"] is not None:
+        parts.append("bf16 " + ("yes" if entry["bf16"] else "no"))
+    return "  " + "  ".join(parts)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as short, readable text."""
+    lines = ["course doctor: is this environment ready for the course?", "", "Software"]
+    python = report["python"]
+    lines.append(f"  {'Python':<12} {python['version']}  ({python['executable']})")
+    torch_facts = report.get("torch")
+    for name, label in PACKAGES.items():
+        version = report["packages"][name]
+        if name == "torch" and torch_facts:
+            build = (f"CUDA {torch_facts['cuda_build']}" if torch_facts["cuda_build"]
+                     else f"ROCm {torch_facts['hip_build']}" if torch_facts["hip_build"]
+                     else "CPU-only build" if not torch_facts["mps_built"] else "MPS build")
+            version = f"{torch_facts['version']}  ({build})"
+        lines.append(f"  {label:<12} {version}")
+
+    if torch_facts:
+        device = report["device"]
+        lines += ["", "Device"]
+        if device["picked"] is not None:
+            lines.append(f"  get_device() picks {device['picked']}: {device['reason']}.")
+        else:
+            lines.append("  get_device() fails (see the error below).")
+        lines.append(f"  Available here: {', '.join(device['available'])}")
+
+        lines += ["", "Accelerators"]
+        if report["accelerators"]:
+            lines += [_format_accelerator(entry) for entry in report["accelerators"]]
+        else:
+            lines.append(f"  none: {report['no_accelerator_reason']}")
+
+    cpu = report["cpu"]
+    lines += ["", "CPU and processes"]
+    if cpu["torch_threads"] is not None:
+        lines.append(f"  PyTorch uses {cpu['torch_threads']} thread(s); "
+                     f"os.cpu_count() = {cpu['os_cpu_count']}")
+    start = report["multiprocessing"]
+    lines.append(f"  multiprocessing start method: {start['method']}"
+                 + ("" if start["explicitly_set"] else " (the default here)"))
+    if torch_facts:
+        lines.append("  CUDA already initialised in this process: "
+                     + ("yes" if torch_facts["cuda_initialized"] else "no"))
+
+    if report.get("advice"):
+        lines += ["", f"Advice for {report['platform']['system'] or 'this system'}"]
+        lines += [f"  - {item}" for item in report["advice"]]
+    lines += ["", "Verdict: " + ("ready." if report["ok"] else f"NOT ready: {report['error']}")]
+    return "\n".join(lines)
+
+
+def main(as_json: bool = False, stream: TextIO | None = None) -> int:
+    """Print the report to ``stream`` (default: sys.stdout); return the exit status."""
+    stream = sys.stdout if stream is None else stream
+    report = collect()
+    if as_json:
+        stream.write(json.dumps(report, indent=2) + "\n")
+    else:
+        stream.write(format_report(report) + "\n")
+    stream.flush()
+    if report["ok"]:
+        return EXIT_OK
+    message = " ".join(str(report["error"]).split())  # exactly one line
+    print(f"course doctor: {message}", file=sys.stderr)
+    return EXIT_NO_TORCH if "torch" not in report else EXIT_NO_DEVICE
+
+
+if __name__ == "__main__":
+    sys.exit(main(as_json="--json" in sys.argv[1:]))

@@ -1,0 +1,76 @@
+"""Every lesson follows docs/authoring.md, so the grader can read its tests as data."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from course_utils.checks import REGISTRY
+from course_utils.checks._core import run_probe
+from course_utils.grading.testcells import TestCellError, parse_test_cell
+
+from .conftest import ROOT
+
+SOURCES = sorted(ROOT.glob("solutions/*/*.ipynb"))
+
+
+def graded_cells(path):
+    nb = nbformat.read(path, as_version=4)
+    return [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
+def test_lesson_has_autograded_and_written_exercises(path):
+    """Checks each lesson has at least two autograded tests and one written answer."""
+    cells = graded_cells(path)
+    auto = [c for c in cells if c.cell_type == "code" and not c.metadata.nbgrader.get("solution")]
+    written = [c for c in cells if c.cell_type == "markdown"]
+    assert len(auto) >= 2 and len(written) >= 1
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
+def test_test_cells_call_registered_checks_with_hidden_part(path):
+    """Checks every test cell is a docstring plus registered checks, hidden ones included."""
+    ids = set()
+    for cell in graded_cells(path):
+        meta = cell.metadata.nbgrader
+        assert meta["grade_id"] not in ids, f"duplicate grade_id {meta['grade_id']}"
+        ids.add(meta["grade_id"])
+        assert meta.get("points", 0) > 0
+        if cell.cell_type != "code" or meta.get("solution"):
+            continue
+        assert meta.get("locked"), f"{meta['grade_id']} must be locked"
+        docstring, calls = parse_test_cell(cell.source)
+        assert "\n" not in docstring
+        assert all(call.check_name in REGISTRY for call in calls)
+        assert any(call.hidden for call in calls) and any(not call.hidden for call in calls)
+        assert "### BEGIN HIDDEN TESTS" in cell.source
+
+
+def test_parse_test_cell_rejects_ad_hoc_code():
+    """Checks the parser refuses asserts, missing docstrings and non-name answers."""
+    with pytest.raises(TestCellError, match="docstring"):
+        parse_test_cell("checks.check_pick_device(pick_device)")
+    with pytest.raises(TestCellError, match="may only call"):
+        parse_test_cell('"""Doc."""\nassert pick_device() is not None')
+    with pytest.raises(TestCellError, match="by name"):
+        parse_test_cell('"""Doc."""\nchecks.check_pick_device(lambda: 1)')
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_probe_is_self_contained(name):
+    """Checks each probe runs from its source alone, as the grader sends it to a kernel."""
+    from course_utils.checks import _probe_support
+
+    check = REGISTRY[name]
+    namespace = {key: getattr(_probe_support, key) for key in dir(_probe_support)
+                 if not key.startswith("__")}
+    exec(compile(check.probe_source, f"<probe {name}>", "exec"), namespace)
+    assert check.probe.__name__ in namespace
+    for inputs in (check.make_inputs(0, False), check.make_inputs(7, True)):
+        json.dumps(inputs)  # inputs travel as JSON
+        sentinel = object()
+        observed = run_probe(namespace[check.probe.__name__], (sentinel,) * check.n_answers,
+                             inputs)
+        json.dumps(observed)  # even a nonsense answer yields JSON, never a crash

@@ -1,0 +1,205 @@
+"""get_device / explain_device / available_devices / synchronize on real and simulated machines."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils import explain_device, get_device, synchronize
+from course_utils.devices import available_devices
+
+NO_CUDA = not torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def no_course_device(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+
+
+@pytest.fixture
+def cpu_only(monkeypatch):
+    """A machine with no accelerator, whatever this one has."""
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+def simulate_cuda(monkeypatch, count=2, current=0):
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: torch.device("cuda"))
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: current)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+def simulate_mps(monkeypatch):
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: torch.device("mps"))
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+
+
+@pytest.fixture
+def sync_calls(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda device=None: calls.append(device))
+    return calls
+
+
+# ------------------------------------------------------------------ CPU
+
+def test_cpu_machine_picks_the_cpu(cpu_only):
+    choice = explain_device()
+    assert choice.device == torch.device("cpu")
+    assert choice.reason == "no accelerator is available, so the CPU is used"
+    assert get_device() == torch.device("cpu")
+    assert available_devices() == ["cpu"]
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="describes a machine without CUDA")
+def test_this_machine_without_mocks():
+    assert get_device().type in ("cpu", "mps", "xpu")
+    assert available_devices()[-1] == "cpu"
+
+
+def test_meta_device_is_always_valid(cpu_only):
+    assert get_device(prefer="meta") == torch.device("meta")
+
+
+def test_prefer_accepts_a_device_object(cpu_only):
+    assert get_device(prefer=torch.device("cpu")) == torch.device("cpu")
+
+
+# ------------------------------------------------------------------ precedence
+
+def test_course_device_beats_prefer(cpu_only, monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    choice = explain_device(prefer="gpu")  # prefer is not even looked at
+    assert choice.device == torch.device("cpu")
+    assert choice.reason == "COURSE_DEVICE=cpu is set"
+
+
+def test_course_device_beats_prefer_and_auto_on_a_gpu_box(monkeypatch):
+    simulate_cuda(monkeypatch, count=2)
+    monkeypatch.setenv("COURSE_DEVICE", " cuda:1 ")  # surrounding blanks are ignored
+    assert get_device(prefer="cpu") == torch.device("cuda", 1)
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    assert get_device(prefer="cuda:0") == torch.device("cpu")
+
+
+def test_empty_course_device_is_ignored(cpu_only, monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "  ")
+    assert explain_device().reason == "no accelerator is available, so the CPU is used"
+
+
+def test_prefer_beats_auto(monkeypatch):
+    simulate_cuda(monkeypatch)
+    choice = explain_device(prefer="cpu")
+    assert choice.device == torch.device("cpu")
+    assert choice.reason == "prefer='cpu' was requested"
+
+
+# ------------------------------------------------------------------ bad requests
+
+# Explicit ids: a bare "gpu" id would become a keyword that the gpu-skip rule matches.
+BAD_REQUESTS = [pytest.param(value, id=f"bad-{value}") for value in ["gpu", "cuda:7", "tpu"]]
+
+
+@pytest.mark.parametrize("request_", BAD_REQUESTS + [pytest.param("CUDA", id="bad-CUDA"),
+                                                     pytest.param("mps", id="bad-mps")])
+def test_bad_prefer_names_the_value_and_lists_devices(cpu_only, request_):
+    with pytest.raises(ValueError) as raised:
+        get_device(prefer=request_)
+    message = str(raised.value)
+    assert repr(request_) in message
+    assert "get_device(prefer=...)" in message
+    assert message.endswith("Available here: cpu.")
+
+
+@pytest.mark.parametrize("request_", BAD_REQUESTS)
+def test_bad_course_device_names_the_variable(cpu_only, monkeypatch, request_):
+    monkeypatch.setenv("COURSE_DEVICE", request_)
+    with pytest.raises(ValueError) as raised:
+        get_device()
+    message = str(raised.value)
+    assert "COURSE_DEVICE" in message and repr(request_) in message
+    assert message.endswith("Available here: cpu.")
+
+
+def test_missing_gpu_index_on_a_two_gpu_box(monkeypatch):
+    simulate_cuda(monkeypatch, count=2)
+    with pytest.raises(ValueError, match=r"'cuda:7'.*only 2 cuda device\(s\).*"
+                                         r"Available here: cuda:0, cuda:1, cpu\."):
+        get_device(prefer="cuda:7")
+
+
+# ------------------------------------------------------------------ simulated accelerators
+
+def test_cuda_is_picked_with_its_index(monkeypatch):
+    simulate_cuda(monkeypatch, count=2, current=1)
+    choice = explain_device()
+    assert choice.device == torch.device("cuda", 1)
+    assert choice.reason == "torch.accelerator found a cuda device"
+    assert available_devices() == ["cuda:0", "cuda:1", "cpu"]
+
+
+def test_second_gpu_is_valid_with_two_devices(monkeypatch):
+    simulate_cuda(monkeypatch, count=2)
+    assert get_device(prefer="cuda:1") == torch.device("cuda", 1)
+    assert get_device(prefer="cuda") == torch.device("cuda")
+    with pytest.raises(ValueError, match="only 2 cuda"):
+        get_device(prefer="cuda:2")
+
+
+def test_mps_is_picked_without_an_index(monkeypatch):
+    simulate_mps(monkeypatch)
+    device = get_device()
+    assert device == torch.device("mps") and device.index is None
+    assert available_devices() == ["mps", "cpu"]
+    assert get_device(prefer="mps") == torch.device("mps")
+    with pytest.raises(ValueError, match="no cuda device"):
+        get_device(prefer="cuda")
+
+
+# ------------------------------------------------------------------ synchronize
+
+def test_synchronize_is_a_no_op_on_the_cpu(cpu_only, sync_calls):
+    assert synchronize("cpu") is None
+    synchronize(torch.device("cpu"))
+    synchronize()  # get_device() is the CPU here
+    synchronize("meta")
+    assert sync_calls == []
+
+
+def test_synchronize_waits_for_an_accelerator(monkeypatch, sync_calls):
+    simulate_cuda(monkeypatch, count=2)
+    synchronize("cuda:1")
+    synchronize()
+    synchronize("cpu")
+    assert sync_calls == [torch.device("cuda", 1), torch.device("cuda", 0)]
+
+
+def test_synchronize_on_mps(monkeypatch, sync_calls):
+    simulate_mps(monkeypatch)
+    synchronize()
+    assert sync_calls == [torch.device("mps")]
+
+
+# ------------------------------------------------------------------ a real GPU
+
+@pytest.mark.gpu
+@pytest.mark.skipif(NO_CUDA, reason="needs a CUDA GPU; torch.cuda.is_available() is False here")
+def test_real_gpu():
+    device = get_device()
+    assert device.type == "cuda"
+    assert f"cuda:{device.index}" in available_devices()
+    x = torch.randn(512, 512).to(device)
+    assert x.device.type == "cuda" and x.is_cuda
+    y = x @ x
+    synchronize(device)  # returns once the matmul has finished
+    assert y.device == x.device
+    torch.testing.assert_close(y.cpu(), x.cpu() @ x.cpu(), rtol=1e-2, atol=1e-2)

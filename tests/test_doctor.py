@@ -1,0 +1,229 @@
+"""``course doctor``: the report on this CPU machine, its failures, and a simulated GPU box."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+
+from course_utils import doctor
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "total_memory": 85_045_231_616, "major": 9, "minor": 0,
+        "multi_processor_count": 132}
+T4 = {"name": "Tesla T4", "total_memory": 15_835_660_288, "major": 7, "minor": 5,
+      "multi_processor_count": 40}
+
+
+# What this machine has, without any simulation: the "this machine" tests need no accelerator.
+NO_ACCELERATOR = torch.accelerator.current_accelerator(check_available=True) is None
+
+
+@pytest.fixture(autouse=True)
+def no_course_device(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+
+
+def run_main(as_json=False):
+    out = io.StringIO()
+    status = doctor.main(as_json=as_json, stream=out)
+    return status, out.getvalue()
+
+
+def simulate_gpus(monkeypatch, specs, *, initialized=False):
+    """Make torch report ``specs`` as CUDA GPUs, the way a CUDA machine would."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: bool(specs))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(specs))
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: initialized)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda index=None: types.SimpleNamespace(**specs[index or 0]))
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: torch.device("cuda") if specs else None)
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.version, "hip", None)
+
+
+# ------------------------------------------------------------------ this CPU machine
+
+@pytest.mark.skipif(not NO_ACCELERATOR, reason="describes a machine without an accelerator")
+def test_text_report_on_this_cpu_machine(capsys):
+    status, text = run_main()
+    assert status == 0
+    assert capsys.readouterr().err == ""
+    for fact in ("Python", "PyTorch", torch.__version__, "nbgrader", "nbval", "JupyterLab",
+                 "get_device() picks cpu", "no accelerator is available",
+                 "Available here: cpu", "multiprocessing start method",
+                 "CUDA already initialised in this process: no", "pin_memory",
+                 "num_workers", "Verdict: ready."):
+        assert fact in text, fact
+    assert doctor.collect()["no_accelerator_reason"] in text  # why there is no accelerator
+
+
+@pytest.mark.skipif(not NO_ACCELERATOR, reason="describes a machine without an accelerator")
+def test_json_report_has_the_same_facts():
+    status, text = run_main(as_json=True)
+    assert status == 0
+    report = json.loads(text)
+    assert report["ok"] is True and report["error"] is None
+    assert report["packages"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
+    assert set(report["packages"]) == {"torch", "nbgrader", "nbval", "jupyterlab"}
+    assert report["device"] == {"picked": "cpu",
+                                "reason": "no accelerator is available, so the CPU is used",
+                                "available": ["cpu"]}
+    assert report["accelerators"] == []
+    assert report["no_accelerator_reason"]
+    assert report["cpu"] == {"torch_threads": torch.get_num_threads(),
+                             "os_cpu_count": os.cpu_count()}
+    assert report["multiprocessing"]["method"] in ("fork", "spawn", "forkserver")
+    assert report["torch"]["cuda_initialized"] is False
+    assert any("pin_memory" in item for item in report["advice"])
+    assert report == json.loads(json.dumps(report))  # plain JSON all the way down
+
+
+def test_collect_does_not_fix_the_start_method():
+    import multiprocessing
+
+    before = multiprocessing.get_start_method(allow_none=True)
+    doctor.collect()
+    assert multiprocessing.get_start_method(allow_none=True) == before
+
+
+def test_missing_package_is_reported_not_fatal(monkeypatch):
+    real = doctor.metadata.version
+
+    def version(name):
+        if name == "nbval":
+            raise doctor.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(doctor.metadata, "version", version)
+    report = doctor.collect()
+    assert report["packages"]["nbval"] == "not installed"
+    assert report["ok"] is True
+
+
+# ------------------------------------------------------------------ failures
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_requested_device_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_DEVICE", "cuda")
+    status, text = run_main()
+    assert status == doctor.EXIT_NO_DEVICE != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("course doctor: ")
+    assert "'cuda'" in err and "cpu" in err.split("Available here:")[1]
+    assert "NOT ready" in text
+
+    status, text = run_main(as_json=True)
+    assert status == doctor.EXIT_NO_DEVICE
+    report = json.loads(text)
+    assert report["ok"] is False and "cuda" in report["error"]
+    assert report["device"]["picked"] is None
+
+
+def test_torch_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    status, text = run_main()
+    assert status == doctor.EXIT_NO_TORCH != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("course doctor: PyTorch cannot be imported")
+    assert "Python" in text and "NOT ready" in text
+
+    status, text = run_main(as_json=True)
+    report = json.loads(text)
+    assert report["ok"] is False and "torch" not in report
+    assert status == doctor.EXIT_NO_TORCH
+
+
+def test_command_line_exit_status_and_stderr():
+    env = dict(os.environ, COURSE_DEVICE="cuda:99")
+    result = subprocess.run([sys.executable, "-m", "course_utils.doctor", "--json"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == doctor.EXIT_NO_DEVICE
+    assert result.stderr.count("\n") == 1 and "'cuda:99'" in result.stderr
+    assert json.loads(result.stdout)["ok"] is False
+
+
+# ------------------------------------------------------------------ simulated accelerators
+
+def test_two_simulated_gpus(monkeypatch, capsys):
+    simulate_gpus(monkeypatch, [H100, T4])
+    report = doctor.collect()
+    assert report["ok"] is True
+    assert report["device"]["picked"] == "cuda:0"
+    assert "cuda" in report["device"]["reason"]
+    assert report["device"]["available"] == ["cuda:0", "cuda:1", "cpu"]
+    assert report["accelerators"] == [
+        {"device": "cuda:0", "index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2,
+         "capability": "9.0", "sm_count": 132, "bf16": True},
+        {"device": "cuda:1", "index": 1, "name": "Tesla T4", "memory_gib": 14.75,
+         "capability": "7.5", "sm_count": 40, "bf16": False},
+    ]
+    assert report["no_accelerator_reason"] is None
+    assert any("pin_memory=True" in item for item in report["advice"])
+
+    status, text = run_main()
+    assert status == 0 and capsys.readouterr().err == ""
+    assert "NVIDIA H100 80GB HBM3" in text and "79.2 GiB" in text
+    assert "capability 9.0" in text and "132 SMs" in text and "bf16 yes" in text
+    assert "Tesla T4" in text and "bf16 no" in text
+    assert "CUDA 12.8" in text
+
+
+def test_second_gpu_requested_by_environment(monkeypatch):
+    simulate_gpus(monkeypatch, [H100, T4])
+    monkeypatch.setenv("COURSE_DEVICE", "cuda:1")
+    report = doctor.collect()
+    assert report["device"]["picked"] == "cuda:1"
+    assert "COURSE_DEVICE" in report["device"]["reason"]
+
+
+def test_missing_third_gpu_is_an_error(monkeypatch, capsys):
+    simulate_gpus(monkeypatch, [H100, T4])
+    monkeypatch.setenv("COURSE_DEVICE", "cuda:2")
+    status, _ = run_main()
+    assert status == doctor.EXIT_NO_DEVICE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'cuda:2'" in err and "cuda:0, cuda:1, cpu" in err
+
+
+def test_cuda_already_initialised_is_reported(monkeypatch):
+    simulate_gpus(monkeypatch, [H100], initialized=True)
+    monkeypatch.setattr(doctor, "_start_method",
+                        lambda: {"method": "fork", "explicitly_set": False})
+    report = doctor.collect()
+    assert report["torch"]["cuda_initialized"] is True
+    assert any("Cannot re-initialize CUDA" in item for item in report["advice"])
+
+
+def test_cuda_build_without_gpu_says_why(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    simulate_gpus(monkeypatch, [])
+    report = doctor.collect()
+    assert report["accelerators"] == []
+    assert "sees no GPU" in report["no_accelerator_reason"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert "CUDA_VISIBLE_DEVICES" in doctor.collect()["no_accelerator_reason"]
+
+
+def test_simulated_mac(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: torch.device("mps"))
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+    monkeypatch.setattr(doctor, "_start_method",
+                        lambda: {"method": "spawn", "explicitly_set": False})
+    report = doctor.collect()
+    assert report["device"]["picked"] == "mps"
+    assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]
+    advice = " ".join(report["advice"])
+    assert 'if __name__ == "__main__":' in advice and "num_workers=0" in advice
+    assert "leave it False" in advice

@@ -1,0 +1,42 @@
+"""Committed notebooks are clean, and every lesson has its release."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course_utils.hygiene import clean_notebook, problems
+
+from .conftest import ROOT
+
+NOTEBOOKS = sorted(ROOT.glob("solutions/*/*.ipynb")) + sorted(ROOT.glob("notebooks/*/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_notebook_is_clean(path):
+    """Checks the notebook has no outputs, execution counts or volatile metadata."""
+    nb = nbformat.read(path, as_version=4)
+    assert problems(nb) == [], f"{path}: run `course clean {path.relative_to(ROOT)}`"
+
+
+def test_every_lesson_is_released():
+    """Checks that each solutions/ lesson has a notebooks/ release with the same notebooks."""
+    for lesson in sorted(p for p in (ROOT / "solutions").iterdir() if p.is_dir()):
+        sources = sorted(p.name for p in lesson.glob("*.ipynb"))
+        released = sorted(p.name for p in (ROOT / "notebooks" / lesson.name).glob("*.ipynb"))
+        assert sources and sources == released, f"run `course release {lesson.name}`"
+
+
+def test_problems_reports_outputs_counts_and_metadata():
+    """Checks the hygiene test can fail: a dirty notebook is reported and cleaning fixes it."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    nb.cells[0].execution_count = 3
+    nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"},
+                                                  execution_count=3)]
+    nb.cells[0].metadata["ExecuteTime"] = {"start": "2026"}
+    nb.metadata["widgets"] = {}
+    found = problems(nb)
+    assert any("outputs" in p for p in found)
+    assert any("execution count" in p for p in found)
+    assert any("ExecuteTime" in p for p in found)
+    assert any("widgets" in p for p in found)
+    assert problems(clean_notebook(nb)) == []
