@@ -18,8 +18,8 @@ class ReleaseError(RuntimeError):
     """nbgrader could not generate a lesson; the message holds its own explanation."""
 
 
-def generate(root: Path, lesson: str, target: Path) -> Path:
-    """Run ``nbgrader generate_assignment`` for one lesson into ``target``; return its folder."""
+def generate(root: Path, lesson: str, target: Path) -> None:
+    """Run ``nbgrader generate_assignment`` for ``lesson`` (a name or "*") into ``target``."""
     ensure_tools_on_path()
     with tempfile.TemporaryDirectory(prefix="course-release-db-") as db_folder:
         command = [
@@ -33,11 +33,9 @@ def generate(root: Path, lesson: str, target: Path) -> Path:
         done = subprocess.run(command, cwd=db_folder, capture_output=True, text=True)
     if done.returncode != 0:
         raise ReleaseError(f"nbgrader could not generate {lesson}:\n{done.stdout}{done.stderr}")
-    folder = target / lesson
-    for path in folder.glob("*.ipynb"):
+    for path in target.glob(f"{lesson}/*.ipynb"):
         nb = nbformat.read(path, as_version=4)
         nbformat.write(clean_notebook(nb), path)
-    return folder
 
 
 def _differs(generated: Path, released: Path) -> bool:
@@ -54,9 +52,13 @@ def _differs(generated: Path, released: Path) -> bool:
 def release(root: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
     """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted."""
     drifted = []
+    chosen = check_lessons(root, lessons)
     with tempfile.TemporaryDirectory(prefix="course-release-") as folder:
-        for lesson in check_lessons(root, lessons):
-            generated = generate(root, lesson, Path(folder))
+        # nbgrader starts slowly: one run for the whole course when it is all asked for.
+        for name in ["*"] if chosen == check_lessons(root, None) else chosen:
+            generate(root, name, Path(folder))
+        for lesson in chosen:
+            generated = Path(folder) / lesson
             released = root / "notebooks" / lesson
             if _differs(generated, released):
                 drifted.append(lesson)
