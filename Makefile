@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 LAB_FLAGS ?=
 PYTEST_FLAGS ?=
 KERNEL_NAME := gpu-course
+# Jupyter refuses to run as root (containers, CI) unless told it may.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test install release release-check lock clean-venv
 
@@ -21,7 +23,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 lab: $(STAMP)
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_FLAGS)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_FLAGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_FLAGS)

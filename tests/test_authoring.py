@@ -8,7 +8,7 @@ import pytest
 
 from course_utils.checks import REGISTRY
 from course_utils.checks._core import run_probe
-from course_utils.grading.testcells import TestCellError, parse_test_cell
+from course_utils.grading.testcells import InvalidTestCell, parse_test_cell
 
 from .conftest import ROOT
 
@@ -50,11 +50,11 @@ def test_test_cells_call_registered_checks_with_hidden_part(path):
 
 def test_parse_test_cell_rejects_ad_hoc_code():
     """Checks the parser refuses asserts, missing docstrings and non-name answers."""
-    with pytest.raises(TestCellError, match="docstring"):
+    with pytest.raises(InvalidTestCell, match="docstring"):
         parse_test_cell("checks.check_pick_device(pick_device)")
-    with pytest.raises(TestCellError, match="may only call"):
+    with pytest.raises(InvalidTestCell, match="may only call"):
         parse_test_cell('"""Doc."""\nassert pick_device() is not None')
-    with pytest.raises(TestCellError, match="by name"):
+    with pytest.raises(InvalidTestCell, match="by name"):
         parse_test_cell('"""Doc."""\nchecks.check_pick_device(lambda: 1)')
 
 
