@@ -23,6 +23,24 @@ SEED = 1234
 # lesson -> (answer cell grade_id, a buggy answer, the hint the feedback must show)
 WRONG_ANSWERS = {
     "00_setup": ("pick_device", corpus.WRONG_PICK, "missing `else"),
+    "01_tensors_devices": ("predict", (
+        "def predict(model, inputs):\n"
+        "    model_device = next(model.parameters()).device\n"
+        "    inputs.to(model_device)\n"
+        "    with torch.no_grad():\n"
+        "        outputs = model(inputs)\n"
+        "    return outputs.cpu()\n"), "returns a new tensor: assign it"),
+    "02_training_loop": ("train_one_epoch", (
+        "def train_one_epoch(model, loader, loss_fn, optimizer, device):\n"
+        "    model.train()\n"
+        "    total = 0.0\n"
+        "    for features, labels in loader:\n"
+        "        features, labels = features.to(device), labels.to(device)\n"
+        "        loss = loss_fn(model(features), labels)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        total += loss.item()\n"
+        "    return total / len(loader)\n"), "without zero_grad, gradients accumulate"),
 }
 
 
