@@ -1,15 +1,15 @@
 """Lesson 00 checks: right answers pass, each typical mistake gets its own hint."""
 from __future__ import annotations
 
-import inspect
 import json
 
 import pytest
 import torch
 
 from course_utils import checks, get_device
-from course_utils.checks import CheckFailure, _probe_support
-from course_utils.checks._core import run_probe
+from course_utils.checks import CheckFailure
+
+from .probe_roundtrip import both_ways, verdict
 
 HIDDEN_SEEDS = [0, 1, 2, 3, 7, 42]
 
@@ -317,13 +317,6 @@ def test_hidden_inputs_depend_on_the_seed_and_are_json():
 
 # ------------------------------------------------------------------ probes are self-contained
 
-def probe_support_namespace() -> dict:
-    """What the grader's kernel holds: _probe_support's source, executed, and nothing else."""
-    namespace: dict = {}
-    exec(compile(inspect.getsource(_probe_support), "<probe_support>", "exec"), namespace)
-    return namespace
-
-
 CASES = [
     (checks.check_pick_device, pick_device),
     (checks.check_pick_device, pick_device_string),
@@ -338,23 +331,6 @@ CASES = [
 @pytest.mark.parametrize("check, answer", CASES)
 @pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 1), (True, 42)])
 def test_probe_source_is_self_contained(check, answer, hidden, seed):
-    namespace = probe_support_namespace()
-    names_before = set(namespace)
-    exec(compile(check.probe_source, "<probe>", "exec"), namespace)
-    (probe_name,) = set(namespace) - names_before
-    remote_probe = namespace[probe_name]
-
-    inputs = json.loads(json.dumps(check.make_inputs(seed, hidden)))
-    remote = json.loads(json.dumps(run_probe(remote_probe, (answer,), inputs)))
-    local = json.loads(json.dumps(run_probe(check.probe, (answer,), inputs)))
+    inputs, remote, local = both_ways(check, (answer,), seed, hidden)
     assert remote == local
-
-    # verify decides the same on the round-tripped observations as in-process
-    def verdict(observations):
-        try:
-            check.verify(inputs, observations)
-        except CheckFailure as failure_:
-            return str(failure_)
-        return "pass"
-
-    assert verdict(remote) == verdict(local)
+    assert verdict(check, inputs, remote) == verdict(check, inputs, local)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import collections
 import collections.abc
-import inspect
 import json
 
 import numpy as np
@@ -11,8 +10,9 @@ import pytest
 import torch
 
 from course_utils import checks, get_device
-from course_utils.checks import CheckFailure, _probe_support
-from course_utils.checks._core import run_probe
+from course_utils.checks import CheckFailure
+
+from .probe_roundtrip import both_ways, verdict
 
 HIDDEN_SEEDS = [0, 1, 2, 3, 7, 42]
 
@@ -463,13 +463,6 @@ def test_inputs_are_json_visible_fixed_hidden_seeded():
         assert len({json.dumps(inputs) for inputs in made}) > 1
 
 
-def probe_support_namespace() -> dict:
-    """What the grader's kernel holds: _probe_support's source, executed, and nothing else."""
-    namespace: dict = {}
-    exec(compile(inspect.getsource(_probe_support), "<probe_support>", "exec"), namespace)
-    return namespace
-
-
 CASES = [
     (checks.check_to_device, to_device),
     (checks.check_to_device, to_device_no_dicts),
@@ -487,27 +480,11 @@ CASES = [
 @pytest.mark.parametrize("check, answer", CASES)
 @pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 1), (True, 42)])
 def test_probe_source_is_self_contained(check, answer, hidden, seed):
-    namespace = probe_support_namespace()
-    names_before = set(namespace)
-    exec(compile(check.probe_source, "<probe>", "exec"), namespace)
-    (probe_name,) = set(namespace) - names_before
-    remote_probe = namespace[probe_name]
-
-    inputs = json.loads(json.dumps(check.make_inputs(seed, hidden)))
-    remote = json.loads(json.dumps(run_probe(remote_probe, (answer,), inputs)))
-    local = json.loads(json.dumps(run_probe(check.probe, (answer,), inputs)))
+    inputs, remote, local = both_ways(check, (answer,), seed, hidden)
     assert remote == local
-
-    def verdict(observations):
-        try:
-            check.verify(inputs, observations)
-        except CheckFailure as failure_:
-            return str(failure_)
-        return "pass"
-
-    assert verdict(remote) == verdict(local)
+    assert verdict(check, inputs, remote) == verdict(check, inputs, local)
     if answer is to_device or answer is predict or answer is ON_GPU:
-        assert verdict(remote) == "pass"
+        assert verdict(check, inputs, remote) == "pass"
 
 
 def test_probes_leave_torch_as_they_found_it():

@@ -1,7 +1,6 @@
 """Lesson 02 checks: right answers pass, each typical mistake gets its own hint."""
 from __future__ import annotations
 
-import inspect
 import json
 
 import pytest
@@ -9,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import checks
-from course_utils.checks import CheckFailure, _probe_support
-from course_utils.checks._core import run_probe
+from course_utils.checks import CheckFailure
+
+from .probe_roundtrip import both_ways, verdict
 
 HIDDEN_SEEDS = [1, 7, 42]
 GLOBAL_DEVICE = torch.device("cpu")  # a learner's notebook-level `device`
@@ -379,13 +379,6 @@ def test_inputs_are_json_visible_fixed_hidden_seeded():
         assert check.make_inputs(0, False) not in made
 
 
-def probe_support_namespace() -> dict:
-    """What the grader's kernel holds: _probe_support's source, executed, and nothing else."""
-    namespace: dict = {}
-    exec(compile(inspect.getsource(_probe_support), "<probe_support>", "exec"), namespace)
-    return namespace
-
-
 CASES = [
     (checks.check_train_one_epoch, (train_one_epoch,), True),
     (checks.check_train_one_epoch, (_epoch(keep="list"),), False),
@@ -399,26 +392,9 @@ CASES = [
 @pytest.mark.parametrize("check, answers, right", CASES)
 @pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 42)])
 def test_probe_source_is_self_contained(check, answers, right, hidden, seed):
-    namespace = probe_support_namespace()
-    names_before = set(namespace)
-    exec(compile(check.probe_source, "<probe>", "exec"), namespace)
-    (probe_name,) = set(namespace) - names_before
-    remote_probe = namespace[probe_name]
-
-    inputs = json.loads(json.dumps(check.make_inputs(seed, hidden)))
-    remote = json.loads(json.dumps(run_probe(remote_probe, answers, inputs)))
-    local = json.loads(json.dumps(run_probe(check.probe, answers, inputs)))
+    inputs, remote, local = both_ways(check, answers, seed, hidden)
     assert remote == local
-
-    def verdict(observations):
-        try:
-            check.verify(inputs, observations)
-        except CheckFailure as failure_:
-            return str(failure_)
-        return "pass"
-
-    assert (verdict(remote) == "pass") is right
-    assert verdict(remote) == verdict(local)
+    assert verdict(check, inputs, remote) == verdict(check, inputs, local)
 
 
 def test_probes_leave_torch_as_they_found_it():
