@@ -154,6 +154,19 @@ def probe_train_one_epoch(train_one_epoch, inputs):
     return {"meta": meta, "cpu": cpu}
 
 
+def _expect_batches_moved(meta: dict, what: str) -> None:
+    """Fail unless the model (on 'meta' in the check) received batches moved to its device."""
+    if meta.get("input_device") is None:
+        fail(f"{what} never called the model on a batch from the loader.",
+             "loop `for features, labels in loader:` and call `model(features)` in the loop.")
+    if meta["input_device"] != "meta":
+        fail(f"A batch reached the model on {meta['input_device']!r} while the model is on the "
+             "device passed in ('meta' in this check): the data were not moved to the model's "
+             "device. On a GPU this raises 'Expected all tensors to be on the same device'.",
+             "inside the loop, write `features, labels = features.to(device), labels.to(device)`"
+             " with the `device` argument (not a global variable).")
+
+
 @check(success="train_one_epoch() moves each batch, trains, and returns the mean loss as a float.",
        make_inputs=_epoch_inputs, probe=probe_train_one_epoch)
 def check_train_one_epoch(inputs, observations):
@@ -187,15 +200,7 @@ def check_train_one_epoch(inputs, observations):
              "of batches.")
 
     # device
-    if meta.get("input_device") is None:
-        fail("train_one_epoch() never called the model on a batch from the loader.",
-             "loop `for features, labels in loader:` and call `model(features)` in the loop.")
-    if meta["input_device"] != "meta":
-        fail(f"A batch reached the model on {meta['input_device']!r} while the model is on the "
-             "device passed in ('meta' in this check): the data were not moved to the model's "
-             "device. On a GPU this raises 'Expected all tensors to be on the same device'.",
-             "inside the loop, write `features, labels = features.to(device), labels.to(device)`"
-             " with the `device` argument (not a global variable).")
+    _expect_batches_moved(meta, "train_one_epoch()")
     if meta.get("target_device") not in (None, "meta"):
         fail(f"The labels reached the loss on {meta['target_device']!r} while the model's "
              "outputs are on the device passed in: the labels were not moved.",
@@ -377,15 +382,7 @@ def check_evaluate_accuracy(inputs, observations):
              "return the fraction of correct predictions, `correct / total`.")
 
     # device
-    if meta.get("input_device") is None:
-        fail("evaluate() never called the model on a batch from the loader.",
-             "loop `for features, labels in loader:` and call `model(features)` in the loop.")
-    if meta["input_device"] != "meta":
-        fail(f"A batch reached the model on {meta['input_device']!r} while the model is on the "
-             "device passed in ('meta' in this check): the data were not moved to the model's "
-             "device.",
-             "inside the loop, write `features, labels = features.to(device), labels.to(device)`"
-             " with the `device` argument (not a global variable).")
+    _expect_batches_moved(meta, "evaluate()")
 
     # how it evaluates
     if cpu["train_forwards"]:
