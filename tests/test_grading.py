@@ -121,11 +121,24 @@ def test_corpus_case_gets_the_grade_it_deserves(graded, case):
 
 
 def test_feedback_never_shows_hidden_tests(graded):
-    """Checks no feedback page contains hidden test source or the hidden-test markers."""
-    for page in (graded["out"] / "feedback").rglob("*.html"):
+    """Checks no feedback page or autograded notebook contains hidden test source."""
+    pages = list((graded["out"] / "feedback").rglob("*.html"))
+    notebooks = list((graded["out"] / "autograded").rglob("*.ipynb"))
+    assert pages and notebooks
+    for page in pages + notebooks:
         text = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in text
         assert "hidden=True" not in text
+
+
+def test_autograded_notebooks_show_verdicts_for_the_formgrader(graded):
+    """Checks the executed copy of a submission has its outputs and each test cell's verdict."""
+    path = graded["out"] / "autograded" / "honest" / corpus.LESSON / corpus.NOTEBOOK
+    nb = nbformat.read(path, as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+    assert [c.outputs[0].text for c in tests] == ["2 / 2: passed\n", "2 / 2: passed\n"]
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert any("computes on" in o.get("text", "") for o in first.outputs)
 
 
 def test_grades_csv_and_gradebook_agree_with_the_table(graded):

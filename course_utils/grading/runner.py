@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..paths import check_lessons, lesson_notebooks
-from . import feedback, gradebook, worker
+from . import autograded, feedback, gradebook, worker
 from .session import Limits, unshare_prefix
 
 FAILED_STATUSES = {"invalid", "missing", "kernel-died", "timeout", "output-limit", "error"}
@@ -151,7 +151,11 @@ def _folders_to_hide(root: Path, out: Path, submissions: Path) -> list[str]:
 def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
           db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
           seed: int | None = None, sandbox: bool = True) -> list[Row]:
-    """Grade every submission; write the gradebook, grades.csv and feedback; return the rows."""
+    """Grade every submission; return the rows.
+
+    Writes the gradebook, ``grades.csv``, ``feedback/<student>/<lesson>.html`` and
+    ``autograded/<student>/<lesson>/`` (for nbgrader's formgrader) under ``out``.
+    """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
     if not submissions.is_dir():
@@ -181,6 +185,7 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     rows = [to_row(result) for result in results]
     write_csv(out / "grades.csv", rows)
     feedback.write_all(out / "feedback", results)
+    autograded.write_all(out / "autograded", work, results)
     return rows
 
 
