@@ -70,21 +70,25 @@ def _missing_notebooks(job: dict) -> dict | None:
     return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
 
 
-def run_all(work: list[dict], jobs: int) -> list[dict]:
+def run_all(work: list[dict], jobs: int, while_running=lambda: None) -> list[dict]:
     """Grade every job in ``jobs`` worker processes; a worker that fails costs one row only.
 
     Workers are long-lived (they import the checks once) and started with "spawn", so
     nothing of this process's state leaks into them. Each enforces its submission's time
     limit on its kernel; the backstop here only catches a worker that itself hangs.
+    ``while_running`` is called once the work is handed out (the parent's own chores).
     """
     results: list[dict | None] = [None] * len(work)
     pending = {}
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        for index, job in enumerate(work):
+        # Biggest submissions first, so no worker is left with a long one at the end.
+        for index in sorted(range(len(work)), key=lambda i: -_size(work[i])):
+            job = work[index]
             results[index] = _missing_notebooks(job)
             if results[index] is None:
                 pending[pool.submit(worker.run_job, job)] = index
+        while_running()
         backstop = time.monotonic() + sum(_backstop(work[i]) for i in pending.values()) / jobs + 60
         try:
             for future in as_completed(pending, timeout=max(1.0, backstop - time.monotonic())):
@@ -103,6 +107,12 @@ def run_all(work: list[dict], jobs: int) -> list[dict]:
             for process in list(pool._processes.values()):  # the hung worker and its peers
                 process.kill()
     return results
+
+
+def _size(job: dict) -> int:
+    """Bytes submitted: a cheap stand-in for how long a submission takes to run."""
+    return sum(Path(nb["submitted"]).stat().st_size for nb in job["notebooks"]
+               if Path(nb["submitted"]).exists())
 
 
 def _backstop(job: dict) -> float:
@@ -168,20 +178,16 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     if sandbox:
         limits.namespace_prefix = unshare_prefix()
         limits.hide = _folders_to_hide(root, out, submissions)
-    import torch  # noqa: PLC0415 - only to know whether a memory cap can be applied
-
-    if torch.cuda.is_available():
+    if Path("/dev/nvidiactl").exists():
         limits.memory_mb = 0  # CUDA reserves more address space than any sensible cap
-    for lesson in chosen:
-        gradebook.register_lesson(db_url, lesson, lesson_notebooks(root, lesson))
     run_seed = secrets.randbelow(2**31) if seed is None else seed
     threads = max(1, (os.cpu_count() or 1) // jobs)
     work = [_job(root, student, lesson, folder, limits, run_seed, threads)
             for student, lesson, folder in discover(submissions, chosen)]
-    results = run_all(work, jobs)
+    results = run_all(work, jobs, while_running=lambda: gradebook.register_lessons(
+        db_url, {lesson: lesson_notebooks(root, lesson) for lesson in chosen}))
     # Every kernel is dead by now: nothing a student ran can touch what is written next.
-    for result in results:
-        gradebook.record(db_url, result)
+    gradebook.record_all(db_url, results)
     rows = [to_row(result) for result in results]
     write_csv(out / "grades.csv", rows)
     feedback.write_all(out / "feedback", results)

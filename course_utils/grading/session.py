@@ -99,7 +99,10 @@ class KernelSession:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, env: dict[str, str]) -> None:
-        self.manager.start_kernel(cwd=str(self.workdir), env=env)
+        # The kernel's own stderr (ipykernel's start-up chatter) is not the student's output,
+        # which travels over the iopub channel.
+        self.manager.start_kernel(cwd=str(self.workdir), env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
         self.pid = self.manager.provisioner.pid if self.manager.provisioner else None
         self.client = self.manager.client()
         self.client.start_channels()
