@@ -1,6 +1,6 @@
 """Grading throughput: N generated submissions of two lessons, with --jobs 1 and --jobs 2.
 
-    .venv/bin/python benchmarks/grading.py --per-lesson 6
+    .venv/bin/python benchmarks/grading.py --per-lesson 10
 
 Prints submissions per minute for each setting and their ratio. Run it on an otherwise idle
 machine; it is a benchmark, not a test.
@@ -39,7 +39,7 @@ def make_submissions(root: Path, folder: Path, per_lesson: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--per-lesson", type=int, default=6, help="submissions per lesson")
+    parser.add_argument("--per-lesson", type=int, default=10, help="submissions per lesson")
     args = parser.parse_args()
     root = course_root()
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
