@@ -15,7 +15,7 @@ def render(result: dict) -> str:
     student, lesson = html.escape(result["student"]), html.escape(result["lesson"])
     parts = [f"<!doctype html><meta charset='utf-8'><title>{lesson} — {student}</title>",
              f"<style>{STYLE}</style><h1>Feedback: {lesson}</h1><p>Student: {student}</p>"]
-    total = maximum = 0.0
+    total = auto_maximum = manual_maximum = 0.0
     for notebook in result["notebooks"]:
         parts.append(f"<h2>{html.escape(notebook['name'])}.ipynb</h2>")
         if notebook["status"] != "graded":
@@ -25,8 +25,11 @@ def render(result: dict) -> str:
                      "<th>feedback</th></tr>")
         for item in notebook["items"]:
             score = item["score"]
-            maximum += item["points"]
-            total += score or 0.0
+            if score is None:
+                manual_maximum += item["points"]
+            else:
+                auto_maximum += item["points"]
+                total += score
             css = "todo" if score is None else ("ok" if score == item["points"] else "bad")
             shown = "to be graded by hand" if score is None else f"{score:g} / {item['points']:g}"
             parts.append(
@@ -35,7 +38,10 @@ def render(result: dict) -> str:
                 f"<td class='{css}'>{shown}</td>"
                 f"<td><pre>{html.escape(item['message'])}</pre></td></tr>")
         parts.append("</table>")
-    parts.insert(2, f"<p><strong>Autograded score: {total:g} / {maximum:g}</strong></p>")
+    summary = f"<p><strong>Autograded score: {total:g} / {auto_maximum:g}</strong>"
+    if manual_maximum:
+        summary += f" — written answers ({manual_maximum:g} points) are graded by hand"
+    parts.insert(2, summary + "</p>")
     return "\n".join(parts) + "\n"
 
 
