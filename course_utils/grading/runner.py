@@ -16,6 +16,7 @@ from pathlib import Path
 from ..paths import check_lessons, lesson_notebooks
 from . import autograded, feedback, gradebook, worker
 from .session import Limits, unshare_prefix
+from .structure import grade_items
 
 FAILED_STATUSES = {"invalid", "missing", "kernel-died", "timeout", "output-limit", "error"}
 
@@ -53,21 +54,12 @@ def _job(root: Path, student: str, lesson: str, folder: Path, limits: Limits, se
 
 
 def _missing_notebooks(job: dict) -> dict | None:
+    """A zero result when a notebook of the lesson was not submitted, else None."""
     missing = [nb["name"] + ".ipynb" for nb in job["notebooks"] if not Path(nb["submitted"]).exists()]
     if not missing:
         return None
-    from .structure import grade_items
-
-    notebooks = []
-    for nb in job["notebooks"]:
-        items = grade_items(Path(nb["source"]), Path(nb["release"]))
-        notebooks.append({"name": nb["name"], "status": "missing",
-                          "reason": f"no file named {', '.join(missing)} was submitted",
-                          "outputs": {},
-                          "items": [{"grade_id": i.grade_id, "auto": i.auto, "points": i.points,
-                                     "score": 0.0, "message": "not submitted",
-                                     "docstring": i.docstring} for i in items]})
-    return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
+    return _failed(job, "missing", f"no file named {', '.join(missing)} was submitted",
+                   message="not submitted")
 
 
 def run_all(work: list[dict], jobs: int, while_running=lambda: None) -> list[dict]:
@@ -120,16 +112,14 @@ def _backstop(job: dict) -> float:
     return limits["submission_timeout"] + limits["startup_timeout"]
 
 
-def _failed(job: dict, status: str, reason: str) -> dict:
-    from .structure import grade_items
-
+def _failed(job: dict, status: str, reason: str, message: str | None = None) -> dict:
+    """A result giving every graded cell of the lesson 0, with the reason."""
     notebooks = []
     for nb in job["notebooks"]:
         items = grade_items(Path(nb["source"]), Path(nb["release"]))
         notebooks.append({"name": nb["name"], "status": status, "reason": reason, "outputs": {},
-                          "items": [{"grade_id": i.grade_id, "auto": i.auto, "points": i.points,
-                                     "score": 0.0, "message": reason, "docstring": i.docstring}
-                                    for i in items]})
+                          "items": [worker.item_result(item, 0.0, message or reason)
+                                    for item in items]})
     return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
 
 

@@ -5,6 +5,7 @@ starts; checks' verdicts are computed here from the plain JSON the probes return
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -47,7 +48,7 @@ def probe_expression(check_name: str, answer_names: tuple[str, ...], inputs) -> 
     return f"(lambda ns: (exec({program!r}, ns), ns['result'])[1])({{'answers': ({answers})}})"
 
 
-def _item_result(item: GradeItem, score: float, message: str) -> dict:
+def item_result(item: GradeItem, score: float, message: str) -> dict:
     return {"grade_id": item.grade_id, "auto": item.auto, "points": item.points,
             "score": score, "message": message, "docstring": item.docstring}
 
@@ -80,8 +81,7 @@ def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[flo
 
 
 def _literal(text: str) -> str:
-    import ast
-
+    """The string whose repr the kernel sent back (never evaluated as code)."""
     value = ast.literal_eval(text)
     if not isinstance(value, str):
         raise ValueError("not a string")
@@ -97,7 +97,7 @@ def grade_notebook(job: dict, notebook: dict) -> dict:
         nb = read_submission(Path(notebook["submitted"]))
     except (InvalidSubmission, OSError) as error:
         result.update(status="invalid", reason=str(error))
-        result["items"] = [_item_result(i, 0.0, f"not graded: {error}") for i in items]
+        result["items"] = [item_result(i, 0.0, f"not graded: {error}") for i in items]
         return result
 
     problems = tampering(nb, items)
@@ -119,7 +119,7 @@ def grade_notebook(job: dict, notebook: dict) -> dict:
                 continue  # a changed graded cell is neither run nor credited
             if item is not None and item.auto:
                 if item.grade_id not in done:
-                    done[item.grade_id] = _item_result(item, *_run_checks(session, item, job))
+                    done[item.grade_id] = item_result(item, *_run_checks(session, item, job))
                 continue
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
@@ -141,12 +141,12 @@ def grade_notebook(job: dict, notebook: dict) -> dict:
         if item.grade_id in done:
             result["items"].append(done[item.grade_id])
         elif item.grade_id in problems:
-            result["items"].append(_item_result(item, 0.0, problems[item.grade_id] + "; it scores 0"))
+            result["items"].append(item_result(item, 0.0, problems[item.grade_id] + "; it scores 0"))
         elif not item.auto:
-            result["items"].append(_item_result(item, None, "needs manual grading"))
+            result["items"].append(item_result(item, None, "needs manual grading"))
         else:
             reason = f"not checked: {stopped}" if stopped else "not checked"
-            result["items"].append(_item_result(item, 0.0, reason))
+            result["items"].append(item_result(item, 0.0, reason))
     if problems and result["status"] == "graded":
         result.update(status="tampered", reason="; ".join(problems.values()))
     return result
