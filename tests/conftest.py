@@ -19,6 +19,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def no_course_device(monkeypatch):
+    """Tests must not depend on the developer's COURSE_DEVICE (get_device obeys it)."""
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+
+
 @pytest.fixture(scope="session")
 def course_root() -> Path:
     return ROOT

@@ -1,7 +1,9 @@
-"""Run a check's probe exactly as the grader sends it to a student's kernel."""
+"""Helpers for testing checks: run probes as the grader does; expect passes and failures."""
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from course_utils.checks import Check, CheckFailure
 from course_utils.checks._core import run_probe
@@ -33,3 +35,20 @@ def verdict(check: Check, inputs, observations) -> str:
     except CheckFailure as failure:
         return str(failure)
     return "pass"
+
+
+HIDDEN_SEEDS = [0, 1, 7, 42]
+
+
+def passes(check: Check, *answers) -> None:
+    """The answer passes the visible check and the hidden one for several seeds."""
+    check(*answers)
+    for seed in HIDDEN_SEEDS:
+        check(*answers, hidden=True, seed=seed)
+
+
+def failure(check: Check, *answers, hidden: bool = False, seed: int | None = None) -> str:
+    """The message of the CheckFailure the answer must cause."""
+    with pytest.raises(CheckFailure) as raised:
+        check(*answers, hidden=hidden, seed=seed)
+    return str(raised.value)

@@ -7,29 +7,12 @@ import pytest
 import torch
 
 from course_utils import checks, get_device
-from course_utils.checks import CheckFailure
 
-from .probe_roundtrip import both_ways, verdict
-
-HIDDEN_SEEDS = [0, 1, 2, 3, 7, 42]
+from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
 
 
-@pytest.fixture(autouse=True)
-def no_course_device(monkeypatch):
-    """pick_device_with_course_utils calls get_device(), which obeys COURSE_DEVICE."""
-    monkeypatch.delenv("COURSE_DEVICE", raising=False)
 
 
-def passes(check, answer):
-    check(answer)
-    for seed in HIDDEN_SEEDS:
-        check(answer, hidden=True, seed=seed)
-
-
-def failure(check, answer, hidden=False, seed=None) -> str:
-    with pytest.raises(CheckFailure) as raised:
-        check(answer, hidden=hidden, seed=seed)
-    return str(raised.value)
 
 
 # ------------------------------------------------------------------ pick_device

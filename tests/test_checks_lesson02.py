@@ -8,24 +8,12 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import checks
-from course_utils.checks import CheckFailure
 
-from .probe_roundtrip import both_ways, verdict
+from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
 
-HIDDEN_SEEDS = [1, 7, 42]
 GLOBAL_DEVICE = torch.device("cpu")  # a learner's notebook-level `device`
 
 
-def passes(check, *answers):
-    check(*answers)
-    for seed in HIDDEN_SEEDS:
-        check(*answers, hidden=True, seed=seed)
-
-
-def failure(check, *answers, hidden=False, seed=None) -> str:
-    with pytest.raises(CheckFailure) as raised:
-        check(*answers, hidden=hidden, seed=seed)
-    return str(raised.value)
 
 
 # ================================================================ train_one_epoch
