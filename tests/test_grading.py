@@ -17,7 +17,7 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-LIMITS = dict(cell_timeout=8.0, submission_timeout=90.0, memory_mb=4096, output_bytes=1_000_000)
+LIMITS = dict(cell_timeout=20.0, submission_timeout=90.0, memory_mb=4096, output_bytes=1_000_000)
 SEED = 1234
 
 # lesson -> (answer cell grade_id, a buggy answer, the hint the feedback must show)
