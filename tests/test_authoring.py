@@ -67,3 +67,14 @@ def test_probe_is_self_contained(name):
         nonsense = (object(),) * check.n_answers
         observed = probe_as_grader(check, nonsense, inputs)
         assert observed == json.loads(json.dumps(observed))
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_inputs_travel_as_json_fixed_when_visible_seeded_when_hidden(name):
+    """Checks inputs survive JSON, ignore the seed when visible and follow it when hidden."""
+    check = REGISTRY[name]
+    for seed in (0, 1, 7, 42):
+        hidden = check.make_inputs(seed, True)
+        assert json.loads(json.dumps(hidden)) == hidden
+        assert check.make_inputs(seed, True) == hidden
+    assert check.make_inputs(0, False) == check.make_inputs(5, False)

@@ -432,15 +432,8 @@ def test_on_gpu_reports_one_line_at_a_time():
 
 # ------------------------------------------------------------------ inputs and probes
 
-ALL_CHECKS = (checks.check_to_device, checks.check_predict, checks.check_on_gpu)
-
-
-def test_inputs_are_json_visible_fixed_hidden_seeded():
-    for check in ALL_CHECKS:
-        made = [check.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
-        assert all(json.loads(json.dumps(inputs)) == inputs for inputs in made)
-        assert check.make_inputs(0, False) == check.make_inputs(5, False)
-        assert check.make_inputs(3, True) == check.make_inputs(3, True)
+def test_hidden_inputs_vary_with_the_seed():
+    """Checks to_device and predict draw different hidden cases for different seeds."""
     for check in (checks.check_to_device, checks.check_predict):
         made = [check.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
         assert len({json.dumps(inputs) for inputs in made}) > 1

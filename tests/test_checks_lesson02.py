@@ -353,16 +353,11 @@ def test_checkpoint_hidden_epoch_is_not_revealed():
 
 # ================================================================ inputs and probes
 
-ALL_CHECKS = (checks.check_train_one_epoch, checks.check_evaluate_accuracy,
-              checks.check_checkpoint_round_trip)
-
-
-def test_inputs_are_json_visible_fixed_hidden_seeded():
-    for check in ALL_CHECKS:
+def test_hidden_inputs_vary_with_the_seed():
+    """Checks every lesson-02 check draws different hidden cases for different seeds."""
+    for check in (checks.check_train_one_epoch, checks.check_evaluate_accuracy,
+                  checks.check_checkpoint_round_trip):
         made = [check.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
-        assert all(json.loads(json.dumps(inputs)) == inputs for inputs in made)
-        assert check.make_inputs(0, False) == check.make_inputs(5, False)
-        assert check.make_inputs(3, True) == check.make_inputs(3, True)
         assert len({json.dumps(inputs) for inputs in made}) > 1
         assert check.make_inputs(0, False) not in made
 

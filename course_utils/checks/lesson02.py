@@ -154,6 +154,15 @@ def probe_train_one_epoch(train_one_epoch, inputs):
     return {"meta": meta, "cpu": cpu}
 
 
+def _expect_ran_on_meta(meta: dict, what: str) -> None:
+    """Fail when the learner's function crashed with the model on the meta device."""
+    if "error" in meta:
+        fail(f"With the model on PyTorch's data-less 'meta' device (a stand-in for a GPU), "
+             f"{what} raised {meta['error']}.",
+             "the function must work on any device: use the `device` argument only in "
+             "`.to(device)` calls on the model and on each batch.")
+
+
 def _expect_batches_moved(meta: dict, what: str) -> None:
     """Fail unless the model (on 'meta' in the check) received batches moved to its device."""
     if meta.get("input_device") is None:
@@ -178,11 +187,7 @@ def check_train_one_epoch(inputs, observations):
     if cpu["forwards"] and not cpu["losses"]:
         fail("train_one_epoch() never called the loss function it was given.",
              "compute each batch's loss with `loss = loss_fn(model(features), labels)`.")
-    if "error" in meta:
-        fail(f"With the model on PyTorch's data-less 'meta' device (a stand-in for a GPU), "
-             f"train_one_epoch() raised {meta['error']}.",
-             "the function must work on any device: use the `device` argument only in "
-             "`.to(device)` calls on the model and on each batch.")
+    _expect_ran_on_meta(meta, "train_one_epoch()")
 
     # type
     result = cpu["result"]
@@ -365,11 +370,7 @@ def check_evaluate_accuracy(inputs, observations):
     meta, cpu = observations["meta"], observations["cpu"]
     if "error" in cpu:
         expect_no_probe_error({"probe_error": cpu["error"]}, "evaluate()")
-    if "error" in meta:
-        fail(f"With the model on PyTorch's data-less 'meta' device (a stand-in for a GPU), "
-             f"evaluate() raised {meta['error']}.",
-             "the function must work on any device: use the `device` argument only in "
-             "`.to(device)` calls on the model and on each batch.")
+    _expect_ran_on_meta(meta, "evaluate()")
 
     # type
     result = cpu["result"]
