@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ._probe_support import error_text
+
 VISIBLE_SEED = 0
 
 
@@ -86,7 +88,7 @@ def run_probe(probe: Callable[..., Any], answers: tuple, inputs: Any) -> Any:
     except CheckFailure:
         raise
     except Exception as error:  # the learner's code raised: report it, don't crash the check
-        return {"probe_error": f"{type(error).__name__}: {error}"}
+        return {"probe_error": error_text(error)}
 
 
 # ---------------------------------------------------------------- verify helpers

@@ -10,6 +10,32 @@ def type_name(value):
     return type(value).__name__
 
 
+def error_text(error):
+    """How a probe reports an exception: 'TypeError: message'."""
+    return f"{type(error).__name__}: {error}"
+
+
+def seeded_mlp(sizes, generator, device, dropout=None, scale=1.0):
+    """Linear-ReLU-[Dropout]-Linear with weights drawn from ``generator``, never the global RNG.
+
+    On the 'meta' device the model holds no values (probes use it as a stand-in for a GPU).
+    """
+    import torch
+
+    n_in, hidden, n_out = sizes
+    layers = [torch.nn.Linear(n_in, hidden, device="meta"), torch.nn.ReLU()]
+    if dropout is not None:
+        layers.append(torch.nn.Dropout(dropout))
+    layers.append(torch.nn.Linear(hidden, n_out, device="meta"))
+    model = torch.nn.Sequential(*layers)
+    if str(device) != "meta":
+        model.to_empty(device=device)
+        with torch.no_grad():
+            for param in model.parameters():
+                param.copy_(torch.randn(param.shape, generator=generator) * scale)
+    return model
+
+
 def describe(value, max_values=64):
     """Plain, JSON-able facts about a value: type, then shape/dtype/device, then values."""
     import torch

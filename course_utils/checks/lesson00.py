@@ -10,7 +10,7 @@ def _fail_if_not_implemented(error: str, what: str) -> None:
     """The released stub raises NotImplementedError: say so instead of 'read the traceback'."""
     if error.startswith("NotImplementedError"):
         expect_no_probe_error({"probe_error": error}, what)
-from ._probe_support import describe, patched  # noqa: F401  (names the probes use)
+from ._probe_support import describe, error_text, patched  # noqa: F401  (names the probes use)
 
 # Simulated machines: what each availability function reports.
 MACHINES = {
@@ -50,7 +50,7 @@ def probe_pick_device(pick_device, inputs):
             try:
                 results.append(describe(pick_device()))
             except Exception as error:  # report the learner's error to verify()
-                results.append({"error": f"{type(error).__name__}: {error}"})
+                results.append({"error": error_text(error)})
     return {"results": results}
 
 
@@ -138,7 +138,7 @@ def probe_gpu_inventory(gpu_inventory, inputs):
                 results.append({"type": type(value).__name__,
                                 "value": value if isinstance(value, list) else None})
             except Exception as error:  # report the learner's error to verify()
-                results.append({"error": f"{type(error).__name__}: {error}"})
+                results.append({"error": error_text(error)})
     return {"results": results}
 
 

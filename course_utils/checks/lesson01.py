@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from ._core import check, expect_close, expect_no_probe_error, fail
-from ._probe_support import describe  # noqa: F401  (a name the probes use)
+from ._probe_support import describe, error_text  # noqa: F401  (names the probes use)
 
 # ------------------------------------------------------------------ to_device
 
@@ -163,7 +163,7 @@ def probe_to_device(to_device, inputs):
         try:
             result = to_device(original, target)
         except Exception as error:  # report the learner's error to verify()
-            results.append({"error": f"{type(error).__name__}: {error}"})
+            results.append({"error": error_text(error)})
             continue
         after = fingerprint(original, [], [])
         changed = [b[0] for b, a in zip(before, after) if b != a]
@@ -346,7 +346,7 @@ def probe_predict(predict, inputs):
     try:
         on_cpu = {"result": describe(predict(model, x))}
     except Exception as error:  # report the learner's error to verify()
-        on_cpu = {"error": f"{type(error).__name__}: {error}"}
+        on_cpu = {"error": error_text(error)}
     on_cpu["inputs_unchanged"] = bool(x.device.type == "cpu" and torch.equal(x, x_before))
 
     # 2. A model on "meta": where do the inputs reach forward(), and do the outputs come back?

@@ -18,7 +18,8 @@ import math
 import random
 
 from ._core import check, expect_close, expect_no_probe_error, fail
-from ._probe_support import describe, patched, type_name  # noqa: F401  (names the probes use)
+from ._probe_support import (  # noqa: F401  (names the probes use)
+    describe, error_text, patched, seeded_mlp, type_name)
 
 
 # ================================================================ train_one_epoch
@@ -54,17 +55,7 @@ def probe_train_one_epoch(train_one_epoch, inputs):
                                          batch_size=batch_size, generator=torch.Generator())
 
     def make_model(device):
-        model = torch.nn.Sequential(torch.nn.Linear(f, h, device="meta"), torch.nn.ReLU(),
-                                    torch.nn.Linear(h, c, device="meta"))
-        if device != "meta":  # real values from the seed; the global RNG is left alone
-            model.to_empty(device=device)
-            with torch.no_grad():
-                for param in model.parameters():
-                    param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
-        return model
-
-    def error_text(error):
-        return f"{type(error).__name__}: {error}"
+        return seeded_mlp((f, h, c), gen, device, scale=0.5)
 
     # 1. meta: does each batch reach the model on the model's device?
     meta = {}
@@ -287,17 +278,7 @@ def probe_evaluate(evaluate, inputs):
     gen = torch.Generator().manual_seed(inputs["seed"])
 
     def make_model(device):
-        model = torch.nn.Sequential(torch.nn.Linear(f, h, device="meta"), torch.nn.ReLU(),
-                                    torch.nn.Dropout(0.5), torch.nn.Linear(h, c, device="meta"))
-        if device != "meta":
-            model.to_empty(device=device)
-            with torch.no_grad():
-                for param in model.parameters():
-                    param.copy_(torch.randn(param.shape, generator=gen))
-        return model
-
-    def error_text(error):
-        return f"{type(error).__name__}: {error}"
+        return seeded_mlp((f, h, c), gen, device, dropout=0.5)
 
     model = make_model("cpu")
     X = torch.randn(n, f, generator=gen)
@@ -446,16 +427,7 @@ def probe_checkpoint_round_trip(save_checkpoint, load_checkpoint, inputs):
     gen = torch.Generator().manual_seed(inputs["seed"])
 
     def make_model():
-        model = torch.nn.Sequential(torch.nn.Linear(f, h, device="meta"), torch.nn.ReLU(),
-                                    torch.nn.Linear(h, c, device="meta"))
-        model.to_empty(device="cpu")
-        with torch.no_grad():
-            for param in model.parameters():
-                param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
-        return model
-
-    def error_text(error):
-        return f"{type(error).__name__}: {error}"
+        return seeded_mlp((f, h, c), gen, "cpu", scale=0.5)
 
     model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=inputs["lr"])
