@@ -8,22 +8,14 @@ import torch
 
 from course_utils import checks, get_device
 
-from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
 
-
-
-
+pick_device = solution("00_setup", "pick_device")
+gpu_inventory = solution("00_setup", "gpu_inventory")
 
 
 # ------------------------------------------------------------------ pick_device
-
-def pick_device():
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
 
 def pick_device_with_accelerator_api():
     accelerator = torch.accelerator.current_accelerator(check_available=True)
@@ -38,7 +30,7 @@ def pick_device_missing_else_overwrites():  # the source material's bug, verbati
     if torch.cuda.is_available():
         device = torch.device("cuda")
         device = torch.device("cpu")
-    return device  # noqa: F821 - deliberately unbound on a CPU machine
+    return device
 
 
 def pick_device_missing_else():
@@ -77,80 +69,128 @@ def pick_device_not_done():
     raise NotImplementedError()
 
 
-@pytest.mark.parametrize("answer", [pick_device, pick_device_with_accelerator_api,
-                                    pick_device_with_course_utils])
-def test_pick_device_correct(answer, capsys):
+def pick_device_asks_is_built_too():
+    """Right: MPS needs both a build with MPS and a machine with it."""
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_built() and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def pick_device_current_cuda_device():
+    """Right: the current CUDA device, by index."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+DEVICE_AT_DEFINITION = torch.device("cpu")  # the notebook's `device`, on this machine
+
+
+def pick_device_chosen_once():
+    return DEVICE_AT_DEFINITION
+
+
+def pick_device_asks_the_gpu_temperature():
+    if torch.cuda.is_available() and torch.cuda.temperature() < 80:
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+RIGHT_PICKS = [pick_device, pick_device_with_accelerator_api, pick_device_with_course_utils,
+               pick_device_asks_is_built_too, pick_device_current_cuda_device]
+
+
+@pytest.mark.parametrize("answer", RIGHT_PICKS, ids=lambda f: f.__name__)
+def test_pick_device_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_pick_device, answer)
-    assert "✔ pick_device() picks CUDA, then MPS, then the CPU." in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "a Linux machine with one NVIDIA H100 → cuda; a laptop with no GPU → cpu." in printed
+    assert "a Mac with Apple silicon (MPS) → mps" in printed  # the hidden part tests MPS
+
+
+def test_the_visible_success_line_names_only_what_was_tested(capsys):
+    checks.check_pick_device(pick_device)
+    line = capsys.readouterr().out
+    assert "H100 → cuda" in line and "no GPU → cpu" in line
+    assert "MPS" not in line and "mps" not in line
 
 
 def test_pick_device_leaves_torch_unpatched():
-    real = (torch.cuda.is_available, torch.backends.mps.is_available,
-            torch.accelerator.current_accelerator)
+    real = {name: getattr(torch.cuda, name) for name in dir(torch.cuda)}
+    real_accelerator = torch.accelerator.current_accelerator
     checks.check_pick_device(pick_device, hidden=True, seed=3)
-    assert (torch.cuda.is_available, torch.backends.mps.is_available,
-            torch.accelerator.current_accelerator) == real
+    assert {name: getattr(torch.cuda, name) for name in dir(torch.cuda)} == real
+    assert torch.accelerator.current_accelerator is real_accelerator
+    assert torch.version.cuda is None
 
 
 def test_pick_device_missing_else_that_overwrites():
     message = failure(checks.check_pick_device, pick_device_missing_else_overwrites)
-    assert "CUDA=True" in message and "returned 'cpu'" in message
-    assert "else:" in message
+    assert message.startswith("On a Linux machine with one NVIDIA H100 (simulated), "
+                              "pick_device() returned 'cpu'")
+    assert "overwrites the choice" in message
 
 
 def test_pick_device_missing_else_unbound():
     message = failure(checks.check_pick_device, pick_device_missing_else)
-    assert "UnboundLocalError" in message
-    assert "add the missing `else: device = torch.device('cpu')`" in message
+    assert message.startswith("On a laptop with no GPU (simulated), pick_device() raised "
+                              "UnboundLocalError at line")
+    assert "`return device`" in message
+    assert "add the missing fallback, `return torch.device('cpu')`" in message
+
+
+def test_pick_device_chosen_once_is_told_to_ask_when_called():
+    message = failure(checks.check_pick_device, pick_device_chosen_once)
+    assert "without asking torch anything" in message
+    assert "every time it is called" in message
+    assert "else" not in message
+
+
+def test_a_query_the_simulation_does_not_cover_is_named():
+    message = failure(checks.check_pick_device, pick_device_asks_the_gpu_temperature)
+    assert "called torch.cuda.temperature(), which this check does not simulate" in message
+    assert "simulated machines" in message
 
 
 def test_pick_device_returning_a_string():
     message = failure(checks.check_pick_device, pick_device_string)
-    assert "returned a str, not a torch.device" in message
+    assert "returned 'str', not a torch.device" in message
     assert "not a string or a bool" in message
 
 
 def test_pick_device_returning_a_bool():
-    assert "returned a bool" in failure(checks.check_pick_device, pick_device_bool)
+    assert "returned 'bool'" in failure(checks.check_pick_device, pick_device_bool)
 
 
 def test_pick_device_mps_before_cuda_fails_the_hidden_part():
     checks.check_pick_device(pick_device_mps_first)  # the visible machines have no MPS
     message = failure(checks.check_pick_device, pick_device_mps_first, hidden=True, seed=0)
-    assert "CUDA=True and MPS=True" in message and "returned 'mps'" in message
+    assert "both CUDA and MPS (simulated)" in message and "returned 'mps'" in message
     assert "torch.cuda.is_available() first" in message
 
 
 def test_pick_device_forgetting_mps_fails_the_hidden_part():
     message = failure(checks.check_pick_device, pick_device_cuda_only, hidden=True, seed=0)
-    assert "CUDA=False and MPS=True" in message and "should pick 'mps'" in message
+    assert "a Mac with Apple silicon (MPS) (simulated)" in message
+    assert "should pick 'mps'" in message
 
 
 def test_pick_device_wrong_index():
     message = failure(checks.check_pick_device, pick_device_second_gpu)
-    assert "'cuda:1'" in message and "index 0 or no index" in message
+    assert "'cuda:1'" in message and "index 0 or none" in message
 
 
 def test_pick_device_not_implemented():
     message = failure(checks.check_pick_device, pick_device_not_done)
-    assert "not implemented yet" in message
+    assert message.startswith("On a Linux machine with one NVIDIA H100 (simulated), "
+                              "pick_device() is not implemented yet")
 
 
 # ------------------------------------------------------------------ gpu_inventory
-
-def gpu_inventory():
-    inventory = []
-    for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        inventory.append({
-            "index": index,
-            "name": props.name,
-            "memory_gib": props.total_memory / 2**30,
-            "capability": f"{props.major}.{props.minor}",
-            "sm_count": props.multi_processor_count,
-        })
-    return inventory
-
 
 def gpu_inventory_other_apis():
     """Device strings, get_device_name and get_device_capability: just as right."""
@@ -239,7 +279,7 @@ def test_gpu_inventory_correct(answer, capsys):
 
 
 @pytest.mark.parametrize("change, expected", [
-    (gpu_inventory_gb, "divide bytes by 2**30 (GiB), not 1e9 (GB)."),
+    (gpu_inventory_gb, "divide bytes by 2**30 (GiB), not by 1e9 (GB)."),
     (gpu_inventory_mib, "use props.total_memory (bytes) / 2**30."),
     (gpu_inventory_tuple, "write it as the string f'{props.major}.{props.minor}'"),
     (gpu_inventory_float_capability, "write it as the string"),
@@ -250,30 +290,30 @@ def test_gpu_inventory_correct(answer, capsys):
 def test_gpu_inventory_entry_mistakes(change, expected):
     message = failure(checks.check_gpu_inventory, with_entry_change(change))
     assert expected in message
-    assert "On a machine with 2 GPU(s)" in message
+    assert message.startswith("On a server with an H100 and an A100 (simulated)")
 
 
 def test_gpu_inventory_capability_tuple_names_the_value():
     message = failure(checks.check_gpu_inventory, with_entry_change(gpu_inventory_tuple))
-    assert "capability is (9, 0)" in message
+    assert "capability is [9, 0]" in message
 
 
 @pytest.mark.parametrize("answer", [gpu_inventory_crashes_without_gpu,
                                     gpu_inventory_raises_without_gpu])
 def test_gpu_inventory_crashing_without_a_gpu(answer):
     message = failure(checks.check_gpu_inventory, answer)
-    assert "On a machine with 0 GPU(s)" in message
-    assert "with no GPU, return [] before asking for device properties." in message
+    assert message.startswith("On a laptop with no GPU (simulated), gpu_inventory() raised")
+    assert "return [] without asking for device properties." in message
 
 
 def test_gpu_inventory_wrong_count():
     message = failure(checks.check_gpu_inventory, gpu_inventory_first_only)
-    assert "returned 1 entries" in message and "range(torch.cuda.device_count())" in message
+    assert "returned 1 entries for 2 GPU(s)" in message
+    assert "range(torch.cuda.device_count())" in message
 
 
 def test_gpu_inventory_not_a_list():
-    assert "returned a dict, not a list" in failure(checks.check_gpu_inventory,
-                                                    gpu_inventory_dict)
+    assert "is a dict, not a list" in failure(checks.check_gpu_inventory, gpu_inventory_dict)
 
 
 def test_gpu_inventory_not_implemented():
@@ -284,36 +324,17 @@ def test_gpu_inventory_hidden_messages_do_not_reveal_answers():
     for seed in HIDDEN_SEEDS:
         message = failure(checks.check_gpu_inventory, with_entry_change(gpu_inventory_gb),
                           hidden=True, seed=seed)
-        inputs = checks.check_gpu_inventory.make_inputs(seed, True)
-        for gpus in inputs["machines"]:
-            for spec in gpus:
-                assert f"{spec['total_memory'] / 2**30:.2f}" not in message
+        for spec in checks.check_gpu_inventory.make_inputs(seed, True)["machines"]:
+            for gpu in spec["gpus"]:
+                assert f"{gpu['total_memory'] / 2**30:.2f}" not in message
 
 
-def test_hidden_inputs_depend_on_the_seed_and_are_json():
-    for check in (checks.check_pick_device, checks.check_gpu_inventory):
-        made = [check.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
-        assert all(json.loads(json.dumps(inputs)) == inputs for inputs in made)
-        assert len({json.dumps(inputs) for inputs in made}) > 1
-        assert check.make_inputs(0, False) == check.make_inputs(5, False)
+def test_hidden_inputs_depend_on_the_seed():
+    made = [checks.check_gpu_inventory.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
+    assert len({json.dumps(inputs) for inputs in made}) > 1
 
 
-# ------------------------------------------------------------------ probes are self-contained
-
-CASES = [
-    (checks.check_pick_device, pick_device),
-    (checks.check_pick_device, pick_device_string),
-    (checks.check_pick_device, pick_device_missing_else),
-    (checks.check_gpu_inventory, gpu_inventory),
-    (checks.check_gpu_inventory, gpu_inventory_other_apis),
-    (checks.check_gpu_inventory, with_entry_change(gpu_inventory_tuple)),
-    (checks.check_gpu_inventory, gpu_inventory_raises_without_gpu),
-]
-
-
-@pytest.mark.parametrize("check, answer", CASES)
-@pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 1), (True, 42)])
-def test_probe_source_is_self_contained(check, answer, hidden, seed):
-    inputs, remote, local = both_ways(check, (answer,), seed, hidden)
-    assert remote == local
-    assert verdict(check, inputs, remote) == verdict(check, inputs, local)
+@pytest.mark.parametrize("answer", [pick_device_missing_else, pick_device_string,
+                                    pick_device_mps_first])
+def test_wrong_picks_score_zero_when_graded(answer):
+    assert graded(checks.check_pick_device, (answer,), hidden=True, seed=1).fraction == 0

@@ -13,11 +13,6 @@ from course_utils import checks, get_device
 
 from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
 
-
-
-
-
-
 # ------------------------------------------------------------------ to_device
 
 def to_device(obj, device):

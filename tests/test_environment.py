@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 
 from .conftest import ROOT

@@ -14,34 +14,14 @@ from course_utils.grading.session import Limits, unshare_prefix
 
 from . import grading_corpus as corpus
 from .conftest import ROOT
+from .round_trips import wrong_answers
 
 pytestmark = pytest.mark.slow
 
 LIMITS = dict(cell_timeout=20.0, submission_timeout=90.0, memory_mb=4096, output_bytes=1_000_000)
 SEED = 1234
 
-# lesson -> (answer cell grade_id, a buggy answer, the hint the feedback must show)
-WRONG_ANSWERS = {
-    "00_setup": ("pick_device", corpus.WRONG_PICK, "missing `else"),
-    "01_tensors_devices": ("predict", (
-        "def predict(model, inputs):\n"
-        "    model_device = next(model.parameters()).device\n"
-        "    inputs.to(model_device)\n"
-        "    with torch.no_grad():\n"
-        "        outputs = model(inputs)\n"
-        "    return outputs.cpu()\n"), "returns a new tensor: assign it"),
-    "02_training_loop": ("train_one_epoch", (
-        "def train_one_epoch(model, loader, loss_fn, optimizer, device):\n"
-        "    model.train()\n"
-        "    total = 0.0\n"
-        "    for features, labels in loader:\n"
-        "        features, labels = features.to(device), labels.to(device)\n"
-        "        loss = loss_fn(model(features), labels)\n"
-        "        loss.backward()\n"
-        "        optimizer.step()\n"
-        "        total += loss.item()\n"
-        "    return total / len(loader)\n"), "without zero_grad, gradients accumulate"),
-}
+WRONG_ANSWERS = wrong_answers()
 
 
 def lesson_notebooks():
@@ -63,10 +43,11 @@ def build_round_trips(folder):
         solution = nbformat.read(source, as_version=4)
         write(solution, folder / f"solution-{lesson}" / lesson / source.name)
         write(nbformat.read(release, as_version=4), folder / f"blank-{lesson}" / lesson / source.name)
-        grade_id, buggy, _ = WRONG_ANSWERS[lesson]
+        answer = WRONG_ANSWERS[lesson]
         wrong = copy.deepcopy(solution)
-        cell = next(c for c in wrong.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-        cell.source = buggy
+        cell = next(c for c in wrong.cells
+                    if c.metadata.get("nbgrader", {}).get("grade_id") == answer.grade_id)
+        cell.source = answer.source
         write(wrong, folder / f"wrong-{lesson}" / lesson / source.name)
 
 
@@ -103,7 +84,7 @@ def test_round_trip_scores(graded, lesson):
     wrong = rows[(f"wrong-{lesson}", lesson)]
     assert 0 < wrong.score < full
     feedback = (graded["out"] / "feedback" / f"wrong-{lesson}" / f"{lesson}.html").read_text()
-    assert WRONG_ANSWERS[lesson][2] in feedback.replace("&#x27;", "'").replace("&quot;", '"')
+    assert WRONG_ANSWERS[lesson].hint in feedback.replace("&#x27;", "'").replace("&quot;", '"')
     blank = (graded["out"] / "feedback" / f"blank-{lesson}" / f"{lesson}.html").read_text()
     assert "not implemented yet" in blank
 

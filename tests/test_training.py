@@ -8,12 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-from course_utils import data, training  # noqa: E402
-from course_utils.plots import plot_history  # noqa: E402
+from course_utils import data, training
+from course_utils.plots import plot_history
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,51 @@
 """Learner-facing checks: ``from course_utils import checks; checks.check_pick_device(f)``.
 
-Each check prints one short line on success and raises :class:`CheckFailure`
-(an ``AssertionError``) naming the cause and the fix on failure. See
-``docs/authoring.md`` for how to write one.
+One module per exercise, in one package per lesson (``lesson00/pick_device.py``), each
+registering a check named ``check_<exercise>``; importing this package imports them all.
+A check prints one line saying what it tested, or raises :class:`CheckFailure` whose
+message names the cause and the fix. In IPython the failure is shown as that message
+alone, without the checker's traceback. docs/authoring.md says how to write one.
 """
-from ._core import REGISTRY, Check, CheckFailure
-from .lesson00 import check_gpu_inventory, check_pick_device
-from .lesson01 import check_on_gpu, check_predict, check_to_device
-from .lesson02 import check_checkpoint_round_trip, check_evaluate_accuracy, check_train_one_epoch
+from __future__ import annotations
 
-__all__ = ["REGISTRY", "Check", "CheckFailure", "check_gpu_inventory", "check_on_gpu",
-           "check_pick_device", "check_predict", "check_to_device",
-           "check_checkpoint_round_trip", "check_evaluate_accuracy", "check_train_one_epoch"]
+import importlib
+import pkgutil
+
+from .framework import REGISTRY, Check, CheckFailure
+
+
+def _import_every_exercise() -> None:
+    for lesson in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
+        if lesson.ispkg and lesson.name.rsplit(".", 1)[1].startswith("lesson"):
+            package = importlib.import_module(lesson.name)
+            for exercise in pkgutil.iter_modules(package.__path__, prefix=f"{lesson.name}."):
+                importlib.import_module(exercise.name)
+
+
+def _show_failures_briefly() -> None:
+    """In IPython, show a CheckFailure as its message, not as the checker's traceback."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def show(shell, etype, value, tb, tb_offset=None):
+        shell._showtraceback(etype, value, [f"\x1b[0;31m✘ Check failed\x1b[0m\n{value}"])
+
+    shell.set_custom_exc((CheckFailure,), show)
+
+
+_import_every_exercise()
+__all__ = ["REGISTRY", "Check", "CheckFailure", *sorted(REGISTRY)]
+_show_failures_briefly()
+
+
+def __getattr__(name: str) -> Check:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise AttributeError(f"course_utils.checks has no check named {name!r}; the checks are: "
+                             f"{', '.join(sorted(REGISTRY))}.") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from ._core import check, expect_close, expect_no_probe_error, fail
-from ._probe_support import describe, error_text  # noqa: F401  (names the probes use)
+from ._probe_support import describe, error_text
 
 # ------------------------------------------------------------------ to_device
 

@@ -18,9 +18,7 @@ import math
 import random
 
 from ._core import check, expect_close, expect_no_probe_error, fail
-from ._probe_support import (  # noqa: F401  (names the probes use)
-    describe, error_text, patched, seeded_mlp, type_name)
-
+from ._probe_support import describe, error_text, patched, seeded_mlp, type_name
 
 # ================================================================ train_one_epoch
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import inspect
 import json
 import os
 import shutil
@@ -15,12 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..checks import REGISTRY, CheckFailure
-from ..checks import _probe_support
+from ..checks import REGISTRY
+from ..checks.framework import combine
 from .session import CellTimeout, KernelDied, KernelSession, Limits, OutputLimit, ProbeUnavailable
 from .structure import GradeItem, InvalidSubmission, grade_items, read_submission, tampering
 
-SUPPORT_SOURCE = inspect.getsource(_probe_support)
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "COURSE_DEVICE", "TMPDIR",
             "VIRTUAL_ENV", "PYTHONPATH")
 
@@ -31,30 +29,14 @@ def case_seed(run_seed: int, student: str, lesson: str, grade_id: str, index: in
     return int.from_bytes(hashlib.sha256(text).digest()[:4], "big")
 
 
-def probe_expression(check_name: str, answer_names: tuple[str, ...], inputs) -> str:
-    """An expression that runs a probe in the user namespace and returns JSON text."""
-    check = REGISTRY[check_name]
-    program = "\n".join([
-        SUPPORT_SOURCE,
-        check.probe_source,
-        "import json as _json",
-        f"_inputs = _json.loads({json.dumps(inputs)!r})",
-        "try:",
-        f"    result = _json.dumps({check.probe.__name__}(*answers, _inputs))",
-        "except Exception as error:",
-        "    result = _json.dumps({'probe_error': f'{type(error).__name__}: {error}'})",
-    ])
-    answers = "".join(f"{name}," for name in answer_names)
-    return f"(lambda ns: (exec({program!r}, ns), ns['result'])[1])({{'answers': ({answers})}})"
-
-
 def item_result(item: GradeItem, score: float, message: str) -> dict:
     return {"grade_id": item.grade_id, "auto": item.auto, "points": item.points,
             "score": score, "message": message, "docstring": item.docstring}
 
 
 def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[float, str]:
-    """Probe in the kernel, verify here. All calls must pass for the points."""
+    """Probe in the kernel, verify here; the points earned are the share of cases passed."""
+    verdicts, messages = [], []
     for index, call in enumerate(item.calls):
         check = REGISTRY.get(call.check_name)
         if check is None:
@@ -62,7 +44,7 @@ def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[flo
         seed = case_seed(job["seed"], job["student"], job["lesson"], item.grade_id, index)
         inputs = check.make_inputs(seed, call.hidden)
         try:
-            text = session.evaluate(probe_expression(call.check_name, call.answer_names, inputs))
+            text = session.evaluate(check.probe_expression(call.answer_names, inputs))
             observations = json.loads(_literal(text))
         except ProbeUnavailable as error:
             names = ", ".join(call.answer_names)
@@ -70,14 +52,11 @@ def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[flo
                          "make sure the notebook runs top to bottom.")
         except (ValueError, TypeError):
             return 0.0, "the probe's answer was not valid data (was the kernel tampered with?)"
-        try:
-            check.verify(inputs, observations)
-        except CheckFailure as failure:
-            prefix = "Hidden test failed: " if call.hidden else ""
-            return 0.0, prefix + str(failure)
-        except Exception as error:  # noqa: BLE001 - malformed observations fail closed
-            return 0.0, f"the answer could not be checked ({type(error).__name__}); it scores 0"
-    return item.points, "passed"
+        verdict = check.evaluate(inputs, observations, call.hidden)
+        verdicts.append(verdict)
+        if not verdict.passed:
+            messages.append(("Hidden test failed: " if call.hidden else "") + verdict.message)
+    return item.points * combine(verdicts), "\n".join(messages) or "passed"
 
 
 def _literal(text: str) -> str:

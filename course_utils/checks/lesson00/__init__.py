@@ -1,0 +1,1 @@
+"""Checks for lesson 00, "Is there a GPU?"."""
