@@ -11,7 +11,7 @@ KERNEL_NAME := gpu-course
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test install release release-check lock clean-venv
+.PHONY: lab test install release release-check bench lock clean-venv
 
 install: $(STAMP)
 
@@ -27,6 +27,10 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_FLAGS)
+
+# Benchmarks print measured figures (README quotes them); not part of the test suite.
+bench: $(STAMP)
+	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 release: $(STAMP)
 	$(VENV)/bin/course release
