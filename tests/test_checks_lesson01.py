@@ -11,22 +11,14 @@ import torch
 
 from course_utils import checks, get_device
 
-from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
+
+to_device = solution("01_tensors_devices", "to_device")
+predict = solution("01_tensors_devices", "predict")
+ON_GPU = solution("01_tensors_devices", "on_gpu")
 
 # ------------------------------------------------------------------ to_device
-
-def to_device(obj, device):
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, dict):
-        return {key: to_device(value, device) for key, value in obj.items()}
-    if isinstance(obj, list):
-        return [to_device(item, device) for item in obj]
-    if isinstance(obj, tuple):
-        items = [to_device(item, device) for item in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
-    return obj
-
 
 def to_device_type_preserving(obj, device):
     """Another right answer: rebuild every container with its own type."""
@@ -218,14 +210,14 @@ def test_to_device_solution_keeps_namedtuples():
     (to_device_tuple_as_list, "a tuple came back as a list"),
     (to_device_moves_everything, "only tensors have `.to()`"),
     (to_device_in_place, "changed the structure it was given"),
-    (to_device_forgets_return, "returned None"),
+    (to_device_forgets_return, "came back as None"),
     (to_device_with_dtype, "pass only the device"),
     (to_device_as_tensor, "came back as a Tensor"),
     (to_device_any_sequence, "a string is a sequence too"),
     (to_device_any_sequence_lazily, "a string is a sequence too"),
     (to_device_ignores_argument, "with the `device` argument you were given"),
     (to_device_unassigned, "`.to()` returns a new tensor"),
-    (to_device_star_args, "a plain tuple takes one iterable"),
+    (to_device_star_args, "`tuple()` takes one iterable"),
     (to_device_not_done, "not implemented yet"),
 ])
 def test_to_device_mistakes(answer, expected):
@@ -262,13 +254,6 @@ def test_to_device_leaves_the_caller_structure_alone():
 
 
 # ------------------------------------------------------------------ predict
-
-def predict(model, inputs):
-    inputs = inputs.to(next(model.parameters()).device)
-    with torch.no_grad():
-        outputs = model(inputs)
-    return outputs.cpu()
-
 
 def predict_detach(model, inputs):
     """Another right answer: detach instead of no_grad, .to('cpu') instead of .cpu()."""
@@ -342,7 +327,7 @@ def predict_not_done(model, inputs):
 @pytest.mark.parametrize("answer", [predict, predict_detach])
 def test_predict_correct(answer, capsys):
     passes(checks.check_predict, answer)
-    assert "✔ predict() runs the model where it lives" in capsys.readouterr().out
+    assert "✔ predict() runs the model on the device its parameters are on" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("answer, expected", [
@@ -350,7 +335,7 @@ def test_predict_correct(answer, capsys):
     (predict_unassigned, "`inputs.to(device)` returns a new tensor: assign it"),
     (predict_own_device, "ask the model where it lives"),
     (predict_no_move, "predict() did not move them"),
-    (predict_moves_model, "predict() must not move the model"),
+    (predict_moves_model, "predict() moved the model"),
     (predict_stays_on_device, "instead of bringing them back to the CPU"),
     (predict_with_grad, "still attached to the autograd graph"),
     (predict_numpy, "returned a NumPy array, not a tensor"),
@@ -384,10 +369,6 @@ def test_predict_visible_values_are_revealed_hidden_ones_are_not():
 
 # ------------------------------------------------------------------ on_gpu
 
-ON_GPU = {"a": False, "b": True, "c": False, "d": True, "e": True, "f": True, "g": False,
-          "h": True}
-
-
 def with_answers(**changes):
     return dict(ON_GPU, **changes)
 
@@ -398,10 +379,11 @@ def test_on_gpu_correct(capsys):
 
 
 @pytest.mark.parametrize("answer, expected", [
-    (list(ON_GPU.values()), "on_gpu should be a dict, but it is a list"),
+    (list(ON_GPU.values()), "on_gpu is a list, not a dict"),
     ({key: value for key, value in ON_GPU.items() if key != "h"}, "missing ['h']"),
     (with_answers(A=True), "unexpected ['A']"),
     (with_answers(c="False"), "on_gpu['c'] is a str, not True or False"),
+    (with_answers(d=None), "Line d is not answered yet (None)"),
     (with_answers(a=True), "This is the classic bug"),
     (with_answers(b=False), "moves the module's parameters in place"),
     (with_answers(c=True), "the GPU copy is called `y`"),
@@ -420,9 +402,28 @@ def test_on_gpu_hidden_lines_fail_only_the_hidden_part_without_the_answer(line):
     assert "True" not in message and "False" not in message
 
 
-def test_on_gpu_reports_one_line_at_a_time():
-    message = failure(checks.check_on_gpu, with_answers(a=True, b=False, c=True))
-    assert "line a" in message and "line b" not in message and "line c" not in message
+def test_on_gpu_earns_a_share_per_line_and_lists_each_wrong_line():
+    answer = with_answers(a=True, b=False, g=True)
+    message = failure(checks.check_on_gpu, answer)
+    assert message.startswith("✘ line a: Your prediction for line a is not right")
+    assert "✘ line b:" in message and "✔ passed: line c; line d" in message
+    assert graded(checks.check_on_gpu, (answer,), hidden=False, seed=0).fraction == 0.5
+    assert graded(checks.check_on_gpu, (answer,), hidden=True, seed=0).fraction == 0.75
+
+
+def test_on_gpu_stub_is_answered_with_a_message_not_a_name_error():
+    stub = {line: None for line in "abcdefgh"}
+    message = failure(checks.check_on_gpu, stub)
+    assert "Line a is not answered yet (None)" in message
+
+
+def test_no_hidden_answer_ships_in_the_installed_package():
+    import course_utils
+    from pathlib import Path
+    package = Path(course_utils.__file__).parent
+    text = "\n".join(path.read_text() for path in package.rglob("*.py"))
+    for line in "efgh":
+        assert f'"{line}": True' not in text and f'"{line}": False' not in text
 
 
 # ------------------------------------------------------------------ inputs and probes
@@ -451,11 +452,9 @@ CASES = [
 @pytest.mark.parametrize("check, answer", CASES)
 @pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 1), (True, 42)])
 def test_probe_source_is_self_contained(check, answer, hidden, seed):
-    inputs, remote, local = both_ways(check, (answer,), seed, hidden)
-    assert remote == local
-    assert verdict(check, inputs, remote) == verdict(check, inputs, local)
+    verdict = graded(check, (answer,), hidden=hidden, seed=seed)  # asserts both ways agree
     if answer is to_device or answer is predict or answer is ON_GPU:
-        assert verdict(check, inputs, remote) == "pass"
+        assert verdict.passed
 
 
 def test_probes_leave_torch_as_they_found_it():

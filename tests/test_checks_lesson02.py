@@ -9,7 +9,14 @@ import torch.nn.functional as F
 
 from course_utils import checks
 
-from .probe_roundtrip import HIDDEN_SEEDS, both_ways, failure, passes, verdict
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
+
+LESSON = "02_training_loop"
+train_one_epoch = solution(LESSON, "train_one_epoch")
+evaluate = solution(LESSON, "evaluate")
+save_checkpoint = solution(LESSON, "checkpoint", "save_checkpoint")
+load_checkpoint = solution(LESSON, "checkpoint", "load_checkpoint")
 
 GLOBAL_DEVICE = torch.device("cpu")  # a learner's notebook-level `device`
 
@@ -17,19 +24,6 @@ GLOBAL_DEVICE = torch.device("cpu")  # a learner's notebook-level `device`
 
 
 # ================================================================ train_one_epoch
-
-def train_one_epoch(model, loader, loss_fn, optimizer, device):
-    model.train()
-    total = 0.0
-    for features, labels in loader:
-        features, labels = features.to(device), labels.to(device)
-        optimizer.zero_grad()
-        loss = loss_fn(model(features), labels)
-        loss.backward()
-        optimizer.step()
-        total += loss.item()
-    return total / len(loader)
-
 
 def epoch_zero_grad_after_forward(model, loader, loss_fn, optimizer, device):
     """The appendix's order: forward, loss, zero_grad, backward, step. Also right."""
@@ -85,6 +79,9 @@ def _epoch(move="both", zero_grad="each", train=True, keep="item", step=True,
             optimizer.zero_grad()
         total, kept, loss = 0.0, [], None
         for features, labels in loader:
+            if move == "unassigned":
+                features.to(where)
+                labels.to(where)
             if move in ("both", "features"):
                 features = features.to(where)
             if move == "both":
@@ -134,8 +131,9 @@ EPOCH_MISTAKES = [
     (_epoch(zero_grad="never"), "without zero_grad, gradients accumulate"),
     (_epoch(zero_grad="once"), "without zero_grad, gradients accumulate"),
     (_epoch(train=False), "call `model.train()`"),
-    (_epoch(keep="tensor"), "still carries its autograd graph"),
+    (_epoch(keep="tensor"), "still carries an autograd graph"),
     (_epoch(keep="tensor", returns="tensor-then-item"), "graphs of earlier batches were still"),
+    (_epoch(move="unassigned"), "`.to()` returns a new tensor and leaves the original"),
     (_epoch(keep="list"), "graphs of earlier batches were still alive"),
     (_epoch(keep="detached"), "returned a tensor, not a Python float"),
     (_epoch(step=False), "weights did not change"),
@@ -173,17 +171,6 @@ def test_train_one_epoch_wrong_value_reveals_only_visible_expectation():
 
 
 # ================================================================ evaluate
-
-def evaluate(model, loader, device):
-    model.eval()
-    correct, total = 0, 0
-    with torch.inference_mode():
-        for features, labels in loader:
-            features, labels = features.to(device), labels.to(device)
-            correct += (model(features).argmax(dim=1) == labels).sum().item()
-            total += labels.shape[0]
-    return correct / total
-
 
 def evaluate_no_grad_dataset_length(model, loader, device):
     model.to(device).eval()
@@ -226,7 +213,7 @@ def evaluate_not_implemented(model, loader, device):
 EVALUATE_MISTAKES = [
     (_evaluate(move=False), "the data were not moved to the model's device"),
     (_evaluate(eval_mode=False), "dropout was still active"),
-    (_evaluate(no_grad=False), "Gradients were computed during evaluation"),
+    (_evaluate(no_grad=False), "Gradients were enabled during evaluation"),
     (_evaluate(returns="tensor"), "returned a tensor, not a Python float"),
     (_evaluate(returns="percent"), "returned a percentage"),
     (_evaluate(returns="count"), "returned the number of correct predictions"),
@@ -252,23 +239,10 @@ def test_evaluate_mistakes(answer, expected, hidden, seed):
 def test_evaluate_hidden_inputs_have_a_short_last_batch():
     for seed in HIDDEN_SEEDS:
         inputs = checks.check_evaluate_accuracy.make_inputs(seed, True)
-        assert inputs["n"] % inputs["batch_size"] != 0
+        assert len(inputs["X"]) % inputs["batch_size"] != 0
 
 
 # ================================================================ checkpoints
-
-def save_checkpoint(model, optimizer, epoch, path):
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "epoch": epoch}, path)
-
-
-def load_checkpoint(path, model, optimizer, device):
-    checkpoint = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(checkpoint["model"])
-    model.to(device)
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    return checkpoint["epoch"]
-
 
 def load_checkpoint_via_cpu(path, model, optimizer, device):
     """Load onto the CPU first, then move: also right (and kind to GPU memory)."""
@@ -306,11 +280,28 @@ def _load(map_location=True, weights_only=True, order=("model", "to", "optimizer
     return variant
 
 
+def load_ignoring_device(path, model, optimizer, device):
+    checkpoint = torch.load(path, weights_only=True, map_location="cpu")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return checkpoint["epoch"]
+
+
+def load_hard_coded_cpu(path, model, optimizer, device):
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    model.to("cpu")
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return checkpoint["epoch"]
+
+
 LOAD_MISTAKES = [
+    (load_ignoring_device, "did not move it to the `device` it was given"),
+    (load_hard_coded_cpu, "did not move it to the `device` it was given"),
     (_load(map_location=False), "without `map_location`"),
     (_load(weights_only=False), "`weights_only=False`"),
     (_load(order=("model", "optimizer", "to")), "loaded before the model was moved"),
-    (_load(order=("model", "optimizer")), "never moved the model to `device`"),
+    (_load(order=("model", "optimizer")), "did not move it to the `device` it was given"),
     (_load(order=("model", "to")), "did not restore the optimizer"),
     (_load(order=("to", "optimizer")), "weights after load_checkpoint() differ"),
     (_load(returns="none"), "not the epoch (an int)"),
@@ -375,9 +366,8 @@ CASES = [
 @pytest.mark.parametrize("check, answers, right", CASES)
 @pytest.mark.parametrize("hidden, seed", [(False, 0), (True, 42)])
 def test_probe_source_is_self_contained(check, answers, right, hidden, seed):
-    inputs, remote, local = both_ways(check, answers, seed, hidden)
-    assert remote == local
-    assert verdict(check, inputs, remote) == verdict(check, inputs, local)
+    verdict = graded(check, answers, hidden=hidden, seed=seed)  # asserts both ways agree
+    assert verdict.passed is right
 
 
 def test_probes_leave_torch_as_they_found_it():

@@ -35,11 +35,12 @@ def solution_value(lesson: str, grade_id: str, name: str) -> Any:
         source = _solution_cells(path, path.stat().st_mtime).get(grade_id)
         if source is None:
             continue
-        for statement in ast.parse(source).body:
-            if isinstance(statement, ast.Assign) and any(
-                    isinstance(target, ast.Name) and target.id == name
-                    for target in statement.targets):
-                return ast.literal_eval(statement.value)
-        raise LookupError(f"solutions/{lesson}: cell {grade_id!r} assigns no literal to {name!r}.")
+        values = [statement.value for statement in ast.parse(source).body
+                  if isinstance(statement, ast.Assign) and any(
+                      isinstance(target, ast.Name) and target.id == name
+                      for target in statement.targets)]
+        if not values:
+            raise LookupError(f"solutions/{lesson}: cell {grade_id!r} assigns nothing to {name!r}.")
+        return ast.literal_eval(values[-1])  # the solution's, after any stub the learner sees
     fail("The hidden part of this check needs the instructor's solutions/ folder, which is not "
          "here.", "hidden checks run when the course is graded; run the visible check instead.")

@@ -14,7 +14,9 @@ module-level state. The pieces:
 * :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
 * :class:`SimulatedMachine` -- make torch's device queries answer as another machine would
   (and record which ones were asked, in order);
-* :func:`build_mlp`, :func:`parameter_values` -- a model from plain numbers, and back.
+* :func:`build_mlp`, :func:`parameter_values`, :func:`optimizer_state_values` -- a model from
+  plain numbers, and its parameters and optimizer state back as numbers;
+* :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them.
 """
 
 
@@ -79,11 +81,14 @@ def describe_error(error):
         anchor = max((i for i, part in enumerate(parts)
                       if part in ("site-packages", "dist-packages")), default=len(parts) - 3)
         raised_in = "/".join(parts[anchor + 1:])
+    message = str(error)[:400]
+    if isinstance(error, RecursionError):  # its wording depends on where the limit was hit
+        message = "maximum recursion depth exceeded"
     return {
         "type": type(error).__name__,
         "kinds": [cls.__name__ for cls in type(error).__mro__
                   if cls not in (BaseException, object)],
-        "message": str(error)[:400],
+        "message": message,
         "attribute": getattr(error, "name", None) if isinstance(error, AttributeError) else None,
         "line": line,
         "raised_in": raised_in,
@@ -296,6 +301,15 @@ def parameter_values(module):
     return [p.detach().to("cpu", torch.float64).tolist() for p in module.parameters()]
 
 
+def optimizer_state_values(optimizer):
+    """Each parameter's optimizer state (e.g. Adam's step, exp_avg) as plain numbers, in order."""
+    import torch
+
+    return [{key: value.detach().to("cpu", torch.float64).tolist()
+             for key, value in optimizer.state.get(param, {}).items()}
+            for group in optimizer.param_groups for param in group["params"]]
+
+
 class SimulatedMachine:
     """Make torch's device queries answer as the machine ``spec`` would, while active.
 
@@ -435,3 +449,42 @@ class SimulatedMachine:
 
     def __exit__(self, *exc_info):
         return self._patch.__exit__(*exc_info)
+
+
+def track_moves(tensor, moves):
+    """``tensor`` as a subclass whose ``.to()``, ``.cuda()`` and ``.cpu()`` record in ``moves``
+    the device they return, so a probe can tell "moved, but the copy was thrown away"
+    (``x.to(device)`` without assignment) from "never moved"."""
+    import torch
+
+    class Tracked(torch.Tensor):
+        def to(self, *args, **kwargs):
+            moved = super().to(*args, **kwargs)
+            moves.append(str(moved.device))
+            return moved
+
+        def cuda(self, *args, **kwargs):
+            moves.append("cuda")
+            return super().cuda(*args, **kwargs)
+
+        def cpu(self, *args, **kwargs):
+            moves.append("cpu")
+            return super().cpu(*args, **kwargs)
+
+    return tensor.as_subclass(Tracked)
+
+
+class TrackedBatches:
+    """A loader whose batches are :func:`track_moves` tensors; ``len()`` and ``dataset`` as
+    the wrapped loader's."""
+
+    def __init__(self, loader, moves):
+        self.loader, self.moves = loader, moves
+        self.dataset = getattr(loader, "dataset", None)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield tuple(track_moves(item, self.moves) for item in batch)

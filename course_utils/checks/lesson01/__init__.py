@@ -1,0 +1,1 @@
+"""Checks for lesson 01, "Tensors and devices"."""

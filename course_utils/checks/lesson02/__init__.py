@@ -1,0 +1,27 @@
+"""Checks for lesson 02, "A training loop on the device", and what they share."""
+from __future__ import annotations
+
+from ..framework import fail
+
+
+def expect_batches_moved(meta: dict, what: str) -> None:
+    """The model is on 'meta' (the device passed in): each batch must arrive there."""
+    arrived = meta["forwards"][0]["input_device"] if meta["forwards"] else None
+    if arrived is None:
+        fail(f"{what} never called the model on a batch from the loader.",
+             "loop `for features, labels in loader:` and call `model(features)` in the loop.")
+    if arrived == "meta":
+        return
+    where = (f"A batch reached the model on {arrived!r} while the model is on the device passed "
+             "in ('meta' in this check, a stand-in for a GPU)")
+    if "meta" in meta["moves"]:
+        fail(f"{where}: `.to(device)` was called, but its result was thrown away.",
+             "`.to()` returns a new tensor and leaves the original where it was: assign it, "
+             "`features, labels = features.to(device), labels.to(device)`.")
+    if meta["moves"]:
+        fail(f"{where}: the batch was moved to {meta['moves'][-1]!r}, not to `device`.",
+             "move each batch with the `device` argument (not a global variable): "
+             "`features.to(device)`.")
+    fail(f"{where}: the data were not moved to the model's device. On a GPU this raises "
+         "'Expected all tensors to be on the same device'.",
+         "inside the loop, write `features, labels = features.to(device), labels.to(device)`.")
