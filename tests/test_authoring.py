@@ -59,14 +59,16 @@ def test_parse_test_cell_rejects_ad_hoc_code():
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_probe_is_self_contained(name):
-    """Checks each probe runs as the grader sends it, and turns even nonsense into JSON."""
+def test_nonsense_answers_fail_with_a_message_as_the_grader_sends_the_probe(name):
+    """Checks each probe runs as the grader sends it, and nonsense answers get a verdict, not a
+    crash: the probe turns whatever the answer does into data, and verify fails it."""
     check = REGISTRY[name]
-    for inputs in (check.make_inputs(0, False), check.make_inputs(7, True)):
-        json.dumps(inputs)  # inputs travel as JSON
+    for hidden, seed in ((False, 0), (True, 7)):
+        inputs = json.loads(json.dumps(check.make_inputs(seed, hidden)))
         nonsense = (object(),) * check.n_answers
-        observed = probe_as_grader(check, nonsense, inputs)
-        assert observed == json.loads(json.dumps(observed))
+        verdict = check.evaluate(inputs, probe_as_grader(check, nonsense, inputs), hidden)
+        assert not verdict.passed and verdict.fraction == 0
+        assert "How to fix it:" in verdict.message
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))

@@ -8,9 +8,6 @@ import torch.nn.functional as F
 from course_utils import data
 
 
-@pytest.fixture(autouse=True)
-def no_course_device(monkeypatch):
-    monkeypatch.delenv("COURSE_DEVICE", raising=False)
 
 
 # ------------------------------------------------------------------ toy data

@@ -10,9 +10,6 @@ from course_utils.devices import available_devices
 NO_CUDA = not torch.cuda.is_available()
 
 
-@pytest.fixture(autouse=True)
-def no_course_device(monkeypatch):
-    monkeypatch.delenv("COURSE_DEVICE", raising=False)
 
 
 @pytest.fixture

@@ -23,9 +23,6 @@ T4 = {"name": "Tesla T4", "total_memory": 15_835_660_288, "major": 7, "minor": 5
 NO_ACCELERATOR = torch.accelerator.current_accelerator(check_available=True) is None
 
 
-@pytest.fixture(autouse=True)
-def no_course_device(monkeypatch):
-    monkeypatch.delenv("COURSE_DEVICE", raising=False)
 
 
 def run_main(as_json=False):

@@ -16,11 +16,6 @@ from course_utils import data, training
 from course_utils.plots import plot_history
 
 
-@pytest.fixture(autouse=True)
-def no_course_device(monkeypatch):
-    monkeypatch.delenv("COURSE_DEVICE", raising=False)
-
-
 def digits_setup(seed=0):
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
