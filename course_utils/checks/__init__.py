@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 
 from .framework import REGISTRY, Check, CheckFailure
 
@@ -24,11 +25,8 @@ def _import_every_exercise() -> None:
 
 def _show_failures_briefly() -> None:
     """In IPython, show a CheckFailure as its message, not as the checker's traceback."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
+    ipython = sys.modules.get("IPython")  # never import IPython just to ask
+    shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return
 
