@@ -55,8 +55,12 @@ def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[flo
         verdict = check.evaluate(inputs, observations, call.hidden)
         verdicts.append(verdict)
         if not verdict.passed:
-            messages.append(("Hidden test failed: " if call.hidden else "") + verdict.message)
-    return item.points * combine(verdicts), "\n".join(messages) or "passed"
+            repeated = verdict.message in (message for _, message in messages)
+            messages.append((call.hidden, "the same problem as above." if repeated
+                             else verdict.message))
+    feedback = "\n".join(("Hidden test failed: " if hidden else "") + message
+                         for hidden, message in messages)
+    return item.points * combine(verdicts), feedback or "passed"
 
 
 def _literal(text: str) -> str:

@@ -47,6 +47,9 @@ def check_on_gpu(inputs, observations, hidden):
         missing, extra = sorted(set(LINES) - set(answers)), sorted(set(answers) - set(LINES))
         fail(f"on_gpu should have the keys 'a' to 'h'; missing {missing}, unexpected {extra}.",
              "use the lowercase line labels as keys, one entry per line.")
+    if all(answers[line]["type"] == "NoneType" for line in inputs["lines"]):
+        fail(f"on_gpu is not answered yet: lines {', '.join(inputs['lines'])} are None.",
+             "replace each None with True or False.")
     expected = solution_value("01_tensors_devices", "on_gpu", "on_gpu") if hidden else VISIBLE
     for line in inputs["lines"]:
         with case(f"line {line}"):
