@@ -441,3 +441,19 @@ def test_crossover_hidden_sweeps_have_every_pattern_and_follow_the_seed():
 ])
 def test_wrong_answers_lose_points_when_graded(answer, check):
     assert graded(check, (answer,), hidden=True, seed=1).fraction < 1
+
+
+def crossover_not_done(sizes, cpu_times, acc_times):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize("check, stub, name", [
+    (checks.check_time_fn, time_fn_not_done, "time_fn()"),
+    (checks.check_crossover, crossover_not_done, "crossover()"),
+])
+def test_an_unsolved_exercise_gets_one_not_implemented_message(check, stub, name):
+    for hidden in (False, True):
+        message = failure(check, stub, hidden=hidden, seed=1)
+        assert message == (f"{name} is not implemented yet (it raises NotImplementedError).\n"
+                           "How to fix it: replace `raise NotImplementedError()` with your code "
+                           "and run the cell again.")
