@@ -327,6 +327,8 @@ def _device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
         return "Apple GPU (MPS)"
+    if device.type == "meta":
+        return "PyTorch's meta device: shapes only, no data"
     return "the CPU"
 
 

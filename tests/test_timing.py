@@ -205,6 +205,8 @@ def test_describe_machine_names_cores_threads_torch_and_device():
     assert line.startswith(f"{os.cpu_count()} CPU cores (")
     assert f"{torch.get_num_threads()} PyTorch threads" in line
     assert f"PyTorch {torch.__version__}" in line and line.endswith("device cpu (the CPU)")
+    assert timing.describe_machine("meta").endswith("device meta (PyTorch's meta device: shapes "
+                                                    "only, no data)")
 
 
 # ------------------------------------------------------------------ on a CUDA GPU
