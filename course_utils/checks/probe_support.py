@@ -109,7 +109,7 @@ def run_learner(function, *args, **kwargs):
         return LearnerRun(error={"type": "NotSimulated", "kinds": ["NotSimulated"],
                                  "message": str(gap), "attribute": None, "line": None,
                                  "raised_in": None})
-    except Exception as error:  # the learner's code raised: report it as data
+    except Exception as error:  # noqa: BLE001 - the learner's code raised: report it as data
         return LearnerRun(error=describe_error(error))
 
 
@@ -283,7 +283,7 @@ def build_mlp(spec, device="cpu", dropout=None):
         model.to_empty(device=device)
         linears = [layer for layer in model if isinstance(layer, torch.nn.Linear)]
         with torch.no_grad():
-            for layer, weight, bias in zip(linears, ("w1", "w2"), ("b1", "b2")):
+            for layer, weight, bias in zip(linears, ("w1", "w2"), ("b1", "b2"), strict=True):
                 layer.weight.copy_(torch.tensor(spec[weight]))
                 layer.bias.copy_(torch.tensor(spec[bias]))
     return model
