@@ -22,10 +22,16 @@ def _namespace(lesson: str, grade_id: str) -> dict:
             exec(compile(ast.Module(imports, []), str(path), "exec"), namespace)  # noqa: S102
             exec(compile(cell.source, f"{path}:{grade_id}", "exec"), namespace)  # noqa: S102
             return namespace
-        if cell.cell_type == "code":
-            imports += [node for node in ast.parse(cell.source).body
+        if cell.cell_type == "code":  # IPython syntax (%timeit) becomes Python first
+            imports += [node for node in ast.parse(_as_python(cell.source)).body
                         if isinstance(node, (ast.Import, ast.ImportFrom))]
     raise LookupError(f"solutions/{lesson} has no cell {grade_id!r}")
+
+
+def _as_python(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
 
 
 def solution(lesson: str, grade_id: str, name: str | None = None):

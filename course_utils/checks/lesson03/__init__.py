@@ -1,0 +1,1 @@
+"""Checks for lesson 03, "Is the GPU really faster?"."""

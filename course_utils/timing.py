@@ -1,0 +1,339 @@
+"""Timing PyTorch work honestly, on the CPU and on an accelerator (lesson 03).
+
+GPU kernels are queued and run later, and the first call on a device pays for start-up. A
+timing is only honest when the work ran before the clock stopped, start-up was paid before the
+clock started, and it was repeated enough to see the noise. The helpers:
+
+* :func:`benchmark` -- one callable, timed with ``torch.utils.benchmark.Timer`` on a clock that
+  synchronises ``device`` (warm-up, many runs, the median), as a :class:`Timing`;
+* :func:`matmul_sweep` -- ``a @ b`` for square matrices of each size, as :class:`MatmulPoint`
+  records (time and achieved FLOP/s), and :func:`plot_sweep` to draw them;
+* :func:`peak_flop_per_s` -- a vendor's published peak for known GPUs, else None;
+* :class:`WorkQueue` -- a CPU stand-in for a GPU stream, to see asynchronous work without a GPU;
+* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures.
+
+The lesson's exercises (a timer, a crossover finder) are the learner's to write; nothing here
+computes a crossover.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import torch
+from torch.utils import benchmark as torch_benchmark
+
+from .devices import _validate, get_device, synchronize
+
+__all__ = [
+    "MatmulPoint",
+    "PeakFigure",
+    "Timing",
+    "WorkQueue",
+    "benchmark",
+    "describe_machine",
+    "matmul_flop",
+    "matmul_sweep",
+    "peak_flop_per_s",
+    "plot_sweep",
+    "synchronized_clock",
+]
+
+
+# ------------------------------------------------------------------ checks of arguments
+
+def _device(device, function: str) -> torch.device:
+    return get_device() if device is None else _validate(device, f"{function}(device=...)")
+
+
+def _threads(threads, function: str) -> int:
+    """None -> the threads PyTorch uses now; otherwise a positive whole number."""
+    if threads is None:
+        return torch.get_num_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{function}: threads must be a positive whole number or None (all of "
+                         f"PyTorch's threads), got {threads!r}.")
+    return threads
+
+
+def _min_run_time(seconds, function: str) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"{function}: min_run_time must be a positive number of seconds, got "
+                         f"{seconds!r}.")
+    return float(seconds)
+
+
+# ------------------------------------------------------------------ one timing
+
+@dataclass(frozen=True)
+class Timing:
+    """What :func:`benchmark` measured: seconds per call (median and spread) and where."""
+
+    label: str
+    device: str
+    threads: int
+    median_s: float  # seconds per call: the median over the measured blocks
+    iqr_s: float  # interquartile range of the per-call times: the noise
+    calls: int  # how many calls were timed in all (warm-up excluded)
+
+    def __str__(self) -> str:
+        return (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
+                f"{self.median_s * 1e3:.4g} ms per call (IQR {self.iqr_s * 1e3:.2g} ms, "
+                f"{self.calls} calls)")
+
+
+def synchronized_clock(device=None) -> Callable[[], float]:
+    """A clock for ``Timer(timer=...)``: waits for ``device``'s queued work, then reads the time.
+
+    torch.utils.benchmark's default clock synchronises only the current accelerator (older
+    PyTorch: only CUDA); this one synchronises the device that the timed work runs on.
+    """
+    device = _device(device, "synchronized_clock")
+
+    def clock() -> float:
+        synchronize(device)
+        return time.perf_counter()
+
+    return clock
+
+
+def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: int,
+             min_run_time: float) -> Timing:
+    timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=synchronized_clock(device),
+                                  num_threads=threads, label=label)
+    # blocked_autorange first runs the statement to choose a block size: that is the warm-up.
+    measurement = timer.blocked_autorange(min_run_time=min_run_time)
+    return Timing(label=label, device=str(device), threads=threads,
+                  median_s=measurement.median, iqr_s=measurement.iqr,
+                  calls=measurement.number_per_run * len(measurement.raw_times))
+
+
+def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
+              threads: int | None = None, min_run_time: float = 0.2) -> Timing:
+    """Time ``fn()`` with ``torch.utils.benchmark.Timer`` and return a :class:`Timing`.
+
+    The clock synchronises ``device`` (default :func:`get_device`) before every reading, so
+    queued GPU work is counted; the Timer warms up first and repeats for at least
+    ``min_run_time`` seconds. ``threads`` (default: all PyTorch uses now) is the CPU thread
+    count; the Timer's own default would be 1.
+    """
+    if not callable(fn):
+        raise TypeError(f"benchmark: fn must be a callable taking no arguments, got "
+                        f"{type(fn).__name__}.")
+    return _measure("fn()", {"fn": fn}, _device(device, "benchmark"), label,
+                    _threads(threads, "benchmark"), _min_run_time(min_run_time, "benchmark"))
+
+
+# ------------------------------------------------------------------ the matmul sweep
+
+def matmul_flop(size: int) -> int:
+    """Floating-point operations of ``a @ b`` for two size x size matrices: 2 * size**3.
+
+    Each of the size**2 outputs is a dot product of length size: size multiplications and
+    size additions (counted as size, as is usual).
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"matmul_flop: size must be a positive whole number, got {size!r}.")
+    return 2 * size**3
+
+
+@dataclass(frozen=True)
+class MatmulPoint:
+    """One point of a sweep: ``a @ b`` for size x size matrices, and how long it took."""
+
+    size: int
+    device: str
+    dtype: str  # 'float32'
+    threads: int
+    seconds: float  # median per multiplication
+
+    @property
+    def flop(self) -> int:
+        return matmul_flop(self.size)
+
+    @property
+    def flop_per_s(self) -> float:
+        """Achieved floating-point operations per second: work done / time measured."""
+        return self.flop / self.seconds
+
+
+def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torch.float32,
+                 threads: int | None = None, min_run_time: float = 0.05) -> list[MatmulPoint]:
+    """Time ``a @ b`` for square matrices of each size on ``device``; one record per size.
+
+    Each size is timed like :func:`benchmark` (warm-up, synchronised clock, median of at
+    least ``min_run_time`` seconds of runs). The matrices are drawn from a seeded generator.
+    """
+    device = _device(device, "matmul_sweep")
+    threads = _threads(threads, "matmul_sweep")
+    min_run_time = _min_run_time(min_run_time, "matmul_sweep")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"matmul_sweep: dtype must be a floating-point torch.dtype such as "
+                         f"torch.float32, got {dtype!r}.")
+    sizes = list(sizes) if isinstance(sizes, (list, tuple, range)) else sizes
+    if not isinstance(sizes, list) or not sizes or any(
+            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+        raise ValueError(f"matmul_sweep: sizes must be a non-empty list of positive whole "
+                         f"numbers, got {sizes!r}.")
+    generator = torch.Generator().manual_seed(0)
+    points = []
+    for size in sizes:
+        # Drawn on the CPU, so every device multiplies the same matrices, then moved once.
+        a, b = (torch.randn(size, size, generator=generator, dtype=dtype).to(device)
+                for _ in range(2))
+        timing = _measure("a @ b", {"a": a, "b": b}, device, f"{size}x{size}", threads,
+                          min_run_time)
+        points.append(MatmulPoint(size=size, device=str(device),
+                                  dtype=str(dtype).removeprefix("torch."), threads=threads,
+                                  seconds=timing.median_s))
+    return points
+
+
+@dataclass(frozen=True)
+class PeakFigure:
+    """A device's peak FLOP/s as its vendor publishes it (not measured here)."""
+
+    flop_per_s: float
+    source: str
+
+
+# NVIDIA datasheets, dense FP32 on the CUDA cores: what a float32 matmul can use when TF32 is
+# off (PyTorch's default). Most specific names first ("L40S" before "L4").
+_FP32_PEAKS = (
+    (r"H100.*PCIe", 51.2e12, "NVIDIA H100 PCIe datasheet"),
+    (r"H100.*NVL", 60e12, "NVIDIA H100 NVL datasheet"),
+    (r"H100", 67e12, "NVIDIA H100 SXM datasheet"),
+    (r"H200.*NVL", 60e12, "NVIDIA H200 NVL datasheet"),
+    (r"H200", 67e12, "NVIDIA H200 SXM datasheet"),
+    (r"A100", 19.5e12, "NVIDIA A100 datasheet"),
+    (r"L40S", 91.6e12, "NVIDIA L40S datasheet"),
+    (r"\bL4\b", 30.3e12, "NVIDIA L4 datasheet"),
+    (r"\bT4\b", 8.1e12, "NVIDIA T4 datasheet"),
+    (r"RTX 4090", 82.6e12, "NVIDIA GeForce RTX 4090 specifications"),
+)
+
+
+def peak_flop_per_s(device=None, dtype: torch.dtype = torch.float32) -> PeakFigure | None:
+    """The published float32 peak of a known CUDA GPU, or None when it is not known here.
+
+    None for the CPU, MPS, other dtypes and GPUs not in the table: say so rather than guess.
+    """
+    device = _device(device, "peak_flop_per_s")
+    if device.type != "cuda" or dtype != torch.float32:
+        return None
+    name = torch.cuda.get_device_name(device)
+    for pattern, peak, source in _FP32_PEAKS:
+        if re.search(pattern, name):
+            return PeakFigure(peak, f"{source}: dense FP32, without tensor cores")
+    return None
+
+
+def plot_sweep(series: Mapping[str, Sequence[MatmulPoint]], title: str = "a @ b, square matrices",
+               peak: PeakFigure | None = None):
+    """Time and achieved FLOP/s against matrix size, log axes, one line per series.
+
+    ``series`` maps a legend label ("cpu, 1 thread") to the points of one sweep. Returns the
+    Figure (closed in pyplot, so a notebook shows it once, as the cell's value).
+    """
+    if not isinstance(series, Mapping) or not series or not all(
+            points and all(isinstance(p, MatmulPoint) for p in points)
+            for points in series.values()):
+        raise ValueError("plot_sweep needs a dict from labels to non-empty lists of MatmulPoint "
+                         "(what matmul_sweep returns).")
+    import matplotlib.pyplot as plt
+
+    fig, (time_ax, rate_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for label, points in series.items():
+        sizes = [p.size for p in points]
+        time_ax.plot(sizes, [p.seconds * 1e3 for p in points], marker="o", label=label)
+        rate_ax.plot(sizes, [p.flop_per_s / 1e9 for p in points], marker="o", label=label)
+    if peak is not None:
+        rate_ax.axhline(peak.flop_per_s / 1e9, color="gray", linestyle="--",
+                        label=f"peak ({peak.source.split(':')[0]})")
+    time_ax.set(xscale="log", yscale="log", xlabel="matrix size n (n x n)",
+                ylabel="time per a @ b (ms)", title="Time")
+    rate_ax.set(xscale="log", yscale="log", xlabel="matrix size n (n x n)",
+                ylabel="achieved GFLOP/s", title="Achieved FLOP/s (2n³ / time)")
+    for ax in (time_ax, rate_ax):
+        ax.grid(alpha=0.3, which="both")
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+# ------------------------------------------------------------------ asynchronous work on a CPU
+
+class WorkQueue:
+    """A CPU stand-in for a GPU stream: ``submit`` returns at once, the work runs later, in order.
+
+    One worker thread runs the submitted callables one after the other, as a GPU runs the
+    kernels queued on a stream; :meth:`synchronize` waits until all of them have finished (and
+    re-raises the first error). PyTorch releases the GIL inside its operators, so the caller
+    really goes on while the work runs. Use it in a ``with`` block, which ends the thread.
+    """
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-queue")
+        self._pending: list[Future] = []
+
+    def submit(self, fn: Callable[[], object]) -> None:
+        if not callable(fn):
+            raise TypeError(f"WorkQueue.submit needs a callable, got {type(fn).__name__}.")
+        self._pending.append(self._executor.submit(fn))
+
+    @property
+    def queued(self) -> int:
+        """How many submitted callables have not finished yet."""
+        return sum(not future.done() for future in self._pending)
+
+    def synchronize(self) -> None:
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------ the machine
+
+def _cpu_model() -> str:
+    """'AMD EPYC 7B13' from /proc/cpuinfo on Linux; platform's answer elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (MPS)"
+    if device.type == "meta":
+        return "PyTorch's meta device: shapes only, no data"
+    return "the CPU"
+
+
+def describe_machine(device=None) -> str:
+    """One line naming what a figure was measured on: cores, CPU, threads, PyTorch, device."""
+    device = _device(device, "describe_machine")
+    return (f"{os.cpu_count()} CPU cores ({_cpu_model()}), {torch.get_num_threads()} PyTorch "
+            f"threads, PyTorch {torch.__version__}, device {device} ({_device_name(device)})")

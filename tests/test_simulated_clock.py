@@ -1,0 +1,88 @@
+"""probe_support.SimulatedClock, and SimulatedMachine's synchronize() where a device is missing."""
+from __future__ import annotations
+
+import threading
+import time
+import timeit
+
+import pytest
+import torch
+
+from course_utils.checks import machines
+from course_utils.checks.probe_support import SimulatedClock, SimulatedMachine, StopProbe
+
+
+def test_the_clocks_read_the_simulated_time_and_log_each_reading():
+    log = []
+    with SimulatedMachine(machines.CPU), SimulatedClock(log, start=10.0) as clock:
+        assert time.perf_counter() == 10.0
+        clock.cpu(0.5)
+        assert time.time() == time.monotonic() == timeit.default_timer() == 10.5
+        assert time.perf_counter_ns() == 10_500_000_000
+    assert [event["event"] for event in log] == ["clock"] * 5
+    assert time.perf_counter() != 10.5  # restored
+
+
+def test_launched_work_runs_later_and_synchronize_waits_for_its_device():
+    log = []
+    with SimulatedMachine(machines.TWO_GPUS), SimulatedClock(log, start=0.0) as clock:
+        clock.launch("cuda:1", 2.0)
+        clock.launch("cuda:1", 1.0)          # queued behind the first
+        assert time.perf_counter() == 0.0 and log[-1]["pending"] == ["cuda:1"]
+        torch.cuda.synchronize()             # the current device, cuda:0: nothing to wait for
+        assert time.perf_counter() == 0.0
+        torch.cuda.synchronize("cuda:1")
+        assert time.perf_counter() == 3.0 and log[-1]["pending"] == []
+    syncs = [event for event in log if event["event"] == "sync"]
+    assert [(e["api"], e["device"]) for e in syncs] == [
+        ("torch.cuda.synchronize", "cuda:0"), ("torch.cuda.synchronize", "cuda:1")]
+
+
+@pytest.mark.parametrize("spec, call, device", [
+    (machines.CUDA, lambda: torch.accelerator.synchronize(), "cuda:0"),
+    (machines.TWO_GPUS, lambda: torch.accelerator.synchronize(torch.device("cuda:1")), "cuda:1"),
+    (machines.TWO_GPUS, lambda: torch.cuda.synchronize(1), "cuda:1"),
+    (machines.MPS, lambda: torch.mps.synchronize(), "mps"),
+    (machines.MPS, lambda: torch.accelerator.synchronize(), "mps"),
+])
+def test_every_synchronize_names_the_device_it_waited_for(spec, call, device):
+    log = []
+    with SimulatedMachine(spec), SimulatedClock(log, start=0.0) as clock:
+        clock.launch(device, 1.0)
+        call()
+        assert clock.now == 1.0
+    assert log[-1]["device"] == device
+
+
+@pytest.mark.parametrize("call, api", [
+    (lambda: torch.accelerator.synchronize(), "torch.accelerator.synchronize"),
+    (lambda: torch.mps.synchronize(), "torch.mps.synchronize"),
+    (lambda: torch.cuda.synchronize(), "torch.cuda.synchronize"),
+])
+def test_synchronising_a_missing_device_raises_as_torch_does(call, api):
+    log = []
+    with SimulatedMachine(machines.CPU), SimulatedClock(log), pytest.raises(RuntimeError):
+        call()
+    assert log == [{"event": "sync", "api": api, "device": None}]
+
+
+def test_names_bound_to_the_real_clocks_are_replaced_then_restored():
+    namespace = {"perf_counter": time.perf_counter, "other": len}
+    with SimulatedMachine(machines.CPU), SimulatedClock(start=5.0, namespaces=[namespace]):
+        assert namespace["perf_counter"]() == 5.0 and namespace["other"] is len
+    assert namespace["perf_counter"] is time.perf_counter
+
+
+def test_other_threads_keep_the_real_clock():
+    seen = []
+    with SimulatedMachine(machines.CPU), SimulatedClock(start=5.0):
+        thread = threading.Thread(target=lambda: seen.append(time.perf_counter()))
+        thread.start()
+        thread.join()
+    assert seen[0] != 5.0
+
+
+def test_a_loop_waiting_for_the_clock_is_stopped():
+    with SimulatedMachine(machines.CPU), SimulatedClock(limit=100), pytest.raises(StopProbe):
+        while time.perf_counter() < 1e9:
+            pass
