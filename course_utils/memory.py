@@ -322,9 +322,9 @@ def find_batch_size(step: Callable[[int], Any], start: int, device=None,
 
     Only ``torch.OutOfMemoryError`` means "too big"; any other error is a bug and propagates.
     The retry happens after the ``except`` block: while the block runs, the exception's
-    traceback still holds the failed step's frames and, through them, its tensors. Between
-    attempts, garbage is collected and ``device``'s cache emptied. When even ``minimum``
-    fails, the last out-of-memory error propagates.
+    traceback still holds the failed step's frames and, through them, its tensors. With
+    ``device``, garbage is collected and the device's cache emptied between attempts. When
+    even ``minimum`` fails, the last out-of-memory error propagates.
     """
     if not callable(step):
         raise TypeError(f"step must be a function of the batch size, got {type(step).__name__}.")
@@ -347,7 +347,8 @@ def find_batch_size(step: Callable[[int], Any], start: int, device=None,
         # Out of memory. Recover here, after the except block: inside it, the exception's
         # traceback still held the failed step's frames and, through them, its tensors.
         attempts.append(Attempt(batch_size, False))
-        release_cached_memory(device)
+        if device is not None:
+            release_cached_memory(device)
         batch_size //= 2
 
 

@@ -310,3 +310,12 @@ def test_time_steps_bad_inputs_are_named(arguments, words):
 
 def test_mib():
     assert memory.mib(3 * 2**20 + 2**19) == "3.50 MiB"
+
+
+def test_find_batch_size_releases_memory_between_attempts_only_with_a_device(monkeypatch):
+    released = []
+    monkeypatch.setattr(memory, "release_cached_memory", released.append)
+    memory.find_batch_size(limited_step(100, []), 400)
+    assert released == []
+    memory.find_batch_size(limited_step(100, []), 400, device="cpu")
+    assert released == ["cpu", "cpu"]  # after 400 and 200 ran out of memory
