@@ -1,6 +1,7 @@
 """Lesson 05 checks: right answers pass, each typical mistake gets its own hint."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -48,6 +49,17 @@ def largest_with_continue(step, start):
             batch_size //= 2
             continue
         return batch_size
+
+
+def largest_with_suppress(step, start):
+    """Right: contextlib.suppress leaves the exception behind before the retry."""
+    batch_size = start
+    while batch_size >= 1:
+        with contextlib.suppress(torch.OutOfMemoryError):
+            step(batch_size)
+            return batch_size
+        batch_size //= 2
+    raise RuntimeError("even a batch of 1 does not fit")
 
 
 def largest_retrying_inside_except(step, start):
@@ -146,7 +158,8 @@ def largest_not_done(step, start):
 
 
 @pytest.mark.parametrize("answer", [largest_batch_size, largest_with_course_helper,
-                                    largest_with_a_flag, largest_with_continue],
+                                    largest_with_a_flag, largest_with_continue,
+                                    largest_with_suppress],
                          ids=lambda f: f.__name__)
 def test_largest_batch_size_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_largest_batch_size, answer)
@@ -214,7 +227,7 @@ def test_returning_another_size_than_the_one_that_ran():
 def test_not_catching_the_error_is_named():
     message = failure(checks.check_largest_batch_size, largest_not_catching)
     assert "raised OutOfMemoryError" in message
-    assert "catch torch.OutOfMemoryError around the step" in message
+    assert "catch torch.OutOfMemoryError around the step, then try half" in message
 
 
 def test_largest_batch_size_not_implemented():

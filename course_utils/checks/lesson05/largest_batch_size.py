@@ -6,7 +6,7 @@ import random
 from ..framework import case, check, expect_no_error, fail, is_kind
 from ..probe_support import StopProbe, describe, run_learner
 
-HINTS = {"OutOfMemoryError": "catch torch.OutOfMemoryError around the step; then try half the size.",
+HINTS = {"OutOfMemoryError": "catch torch.OutOfMemoryError around the step, then try half.",
          "ValueError": "step() takes whole numbers >= 1: halve with `batch_size // 2`."}
 
 
@@ -42,8 +42,9 @@ def probe(largest_batch_size, inputs):
             if len(calls) >= 30:
                 raise StopProbe()
             handling = sys.exc_info()[1]  # an error of ours: step() runs in its except block
-            calls.append({"size": describe(batch_size), "held": sum(r() is not None for r in failed),
-                          "in_except": any(handling is r() for r in raised if handling)})
+            calls.append({"size": describe(batch_size),
+                          "held": sum(ref() is not None for ref in failed),
+                          "in_except": any(handling is ref() for ref in raised if handling)})
             del handling
             if not isinstance(batch_size, int) or batch_size < 1:
                 raise ValueError(f"batch_size should be a positive integer, got {batch_size!r}")

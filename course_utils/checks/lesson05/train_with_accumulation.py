@@ -1,4 +1,4 @@
-"""train_with_accumulation(): one optimizer step per group of micro-batches, with the mean gradient."""
+"""train_with_accumulation(): one optimizer step per group of micro-batches, mean gradient."""
 from __future__ import annotations
 
 import random
