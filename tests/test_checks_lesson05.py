@@ -376,8 +376,9 @@ def accumulation_not_done(model, loss_fn, optimizer, micro_batches, accumulation
 def test_accumulation_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_train_with_accumulation, answer)
     assert "✔ train_with_accumulation() steps once per group with the gradient of the group's " \
-           "mean loss (float64), the final smaller group included: 5 micro-batches in groups " \
-           "of 2." in capsys.readouterr().out
+           "mean loss (float64), the final smaller group included, calls backward() once per " \
+           "micro-batch and returns the number of steps: 5 micro-batches in groups of 2." \
+           in capsys.readouterr().out
 
 
 def test_the_source_loop_drops_the_last_group():

@@ -106,7 +106,8 @@ def _success(inputs: dict) -> str:
     tried = "; ".join(f"{len(s['batches'])} micro-batches in groups of {s['k']}"
                       for s in inputs["scenarios"])
     return ("train_with_accumulation() steps once per group with the gradient of the group's "
-            f"mean loss (float64), the final smaller group included: {tried}.")
+            "mean loss (float64), the final smaller group included, calls backward() once per "
+            f"micro-batch and returns the number of steps: {tried}.")
 
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)
