@@ -138,6 +138,44 @@ def test_release_cached_memory_on_the_cpu_collects_garbage():
     memory.release_cached_memory()  # no device: garbage only
 
 
+def pretend_accelerator(monkeypatch, kind, api_raises=False):
+    """torch answers as if this machine had accelerator ``kind``; returns the calls made."""
+    calls = []
+    monkeypatch.setattr(memory, "_validate", lambda device, source: torch.device(device))
+    monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                        lambda check_available=False: torch.device(kind))
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
+
+    def answer(name, value):
+        def function(*args):
+            calls.append((name, args))
+            if api_raises and name.startswith("torch.accelerator"):
+                raise RuntimeError(f"{kind} does not report this")
+            return value
+        return function
+
+    for name, value in [("memory_allocated", 3), ("memory_reserved", 5),
+                        ("max_memory_allocated", 4), ("reset_peak_memory_stats", None)]:
+        monkeypatch.setattr(torch.accelerator, name, answer(f"torch.accelerator.{name}", value))
+    monkeypatch.setattr(torch.mps, "current_allocated_memory", answer("mps.allocated", 7))
+    monkeypatch.setattr(torch.mps, "driver_allocated_memory", answer("mps.driver", 9))
+    return calls
+
+
+def test_accelerator_memory_reads_torch_accelerator(monkeypatch):
+    calls = pretend_accelerator(monkeypatch, "cuda")
+    assert memory.accelerator_memory("cuda:1") == memory.MemoryReading("cuda:1", 3, 5, 4)
+    assert calls[0] == ("torch.accelerator.memory_allocated", (1,))  # the index asked for
+    memory.reset_peak("cuda")
+    assert calls[-1] == ("torch.accelerator.reset_peak_memory_stats", (0,))
+
+
+def test_accelerator_memory_falls_back_when_the_backend_does_not_report(monkeypatch):
+    pretend_accelerator(monkeypatch, "mps", api_raises=True)
+    assert memory.accelerator_memory("mps") == memory.MemoryReading("mps", 7, 9, None)
+    memory.reset_peak("mps")  # nothing to reset: no error
+
+
 @pytest.mark.gpu
 def test_accelerator_readings_follow_a_tensor_on_the_gpu():
     device = torch.device("cuda")
