@@ -1,0 +1,1 @@
+"""Checks for lesson 05, "GPU memory and out-of-memory"."""
