@@ -47,7 +47,8 @@ def _positive_int(value, name: str, function: str) -> int:
 
 def _seed(value, function: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{function}: seed must be a whole number, got {value!r}.")
+        raise ValueError(  # noqa: TRY004 - data.py reports every bad argument as ValueError
+            f"{function}: seed must be a whole number, got {value!r}.")
     return value
 
 
@@ -238,7 +239,7 @@ class TensorBatches:
                 f"{features.device} and {labels.device}.")
         for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
             if not isinstance(flag, bool):
-                raise ValueError(f"TensorBatches: {name} must be True or False, got {flag!r}.")
+                raise TypeError(f"TensorBatches: {name} must be True or False, got {flag!r}.")
         self.features = features
         self.labels = labels
         self.batch_size = _positive_int(batch_size, "batch_size", "TensorBatches")
