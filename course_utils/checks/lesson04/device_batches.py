@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from ..framework import case, check, expect_no_error, fail
 from ..probe_support import run_learner
@@ -23,22 +22,22 @@ def probe(DeviceBatches, inputs):
     import torch
     from torch.overrides import TorchFunctionMode
 
-    def summary(item):  # one yielded batch, as plain facts
+    def labels_of(item):  # a batch's labels, or what is wrong with it
         if not (isinstance(item, (tuple, list)) and len(item) == 2
                 and all(isinstance(part, torch.Tensor) for part in item)):
-            return {"bad": type(item).__name__}
+            return type(item).__name__
         x, y = item
         if x.device.type != "cpu" or y.device.type != "cpu":  # moved: its values are not read
-            return {"bad": f"tensors on {x.device} and {y.device}"}
-        return {"labels": y.tolist(),
-                "paired": x.shape[:1] == y.shape and torch.equal(x[:, 0].long(), y)}
+            return f"tensors on {x.device} and {y.device}"
+        paired = x.shape[:1] == y.shape and torch.equal(x[:, 0].long(), y)
+        return {"labels": y.tolist(), "paired": paired}
 
-    def epochs(batches, count, disturb_from=None):
+    def epochs(batches, count, disturb_from=99):
         out = []
         for epoch in range(count):
-            if disturb_from is not None and epoch >= disturb_from:
+            if epoch >= disturb_from:
                 torch.rand(7)  # other code draws from PyTorch's global generator
-            out.append([summary(item) for item in batches])
+            out.append([labels_of(item) for item in batches])
         return out
 
     class CountSingleExamples(TorchFunctionMode):  # data[i]: one example taken out at a time
@@ -46,9 +45,8 @@ def probe(DeviceBatches, inputs):
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            source = args[0] if args else None
-            if isinstance(source, torch.Tensor) and isinstance(out, torch.Tensor) and \
-                    source.device.type == "meta" and out.ndim < source.ndim:
+            if args and isinstance(args[0], torch.Tensor) and isinstance(out, torch.Tensor) \
+                    and args[0].device.type == "meta" and out.ndim < args[0].ndim:
                 self.count += 1
             return out
 
@@ -60,17 +58,18 @@ def probe(DeviceBatches, inputs):
         def make(seed=seed, **options):
             return DeviceBatches(x, y, size, seed=seed, **options)
 
-        def meta_run():
+        def on_meta():
             data = torch.empty(n, 3, device="meta"), torch.empty(n, dtype=torch.long, device="meta")
             with CountSingleExamples() as counter:
                 batches = list(DeviceBatches(*data, size, seed=seed))
-            devices = {str(p.device) for item in batches for p in item if isinstance(p, torch.Tensor)}
-            return {"devices": sorted(devices), "single": counter.count}
+            return {"devices": sorted({str(part.device) for item in batches for part in item
+                                       if isinstance(part, torch.Tensor)}),
+                    "single": counter.count}
 
         tasks = {"a": lambda: epochs(make(), 3), "b": lambda: epochs(make(), 2, disturb_from=1),
                  "c": lambda: epochs(make(other), 1),
                  "drop": lambda: epochs(make(drop_last=True), 1),
-                 "len": lambda: [len(make()), len(make(drop_last=True))], "meta": meta_run}
+                 "len": lambda: [len(make()), len(make(drop_last=True))], "meta": on_meta}
         runs = {name: run_learner(task) for name, task in tasks.items()}
         return {name: {"value": run.value, "error": run.error} for name, run in runs.items()}
 
@@ -80,115 +79,86 @@ def probe(DeviceBatches, inputs):
 def _success(inputs: dict) -> str:
     tested = "; ".join(f"n={c['n']}, batch_size={c['batch_size']}" for c in inputs["configs"])
     return ("DeviceBatches yields every example once per epoch with its label, keeps the last "
-            "smaller batch unless drop_last=True, has the right len(), shuffles with its own "
-            "seeded generator in a new order each epoch, and leaves the batches on the data's "
-            f"device (the CPU and meta), cut with one indexing per batch: tested with {tested}.")
+            "smaller batch unless drop_last=True, has the right len(), shuffles with a seeded "
+            "generator of its own in a new order each epoch, and cuts each batch with one "
+            f"indexing on the data's device (the CPU, meta): tested with {tested}.")
 
 
 def _sizes(n: int, size: int, drop_last: bool) -> list[int]:
     return [size] * (n // size) + ([] if drop_last or n % size == 0 else [n % size])
 
 
-def _orders(epochs: list[list[dict]]) -> list[list[int]]:
+def _orders(epochs: list[list]) -> list[list[int]]:
     return [[label for batch in epoch for label in batch["labels"]] for epoch in epochs]
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One configuration's observations, with the order of labels in each epoch."""
-
-    where: str
-    n: int
-    size: int
-    seen: dict
-    orders: list
 
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_device_batches(inputs, observations, hidden):
-    runs = []
+    runs = []  # (where, n, batch size, observations)
     for config, seen in zip(inputs["configs"], observations, strict=True):
-        n, size = config["n"], config["batch_size"]
-        where = f"With n={n} examples and batch_size={size}"
+        where = f"With n={config['n']} examples and batch_size={config['batch_size']}"
         expect_no_error(seen["a"]["error"], "DeviceBatches", where=where)
-        bad = [batch["bad"] for epoch in seen["a"]["value"] for batch in epoch if "bad" in batch]
-        if bad:
-            fail(f"{where}, DeviceBatches yielded {bad[0]}, from data on the CPU.",
+        for problem in (b for e in seen["a"]["value"] for b in e if isinstance(b, str)):
+            fail(f"{where}, DeviceBatches yielded {problem}, from data on the CPU.",
                  "yield pairs (features[index], labels[index]) of tensors, left where the data "
                  "are: do not move them to another device.")
-        runs.append(_Run(where, n, size, seen, _orders(seen["a"]["value"])))
-    with case("no example twice in an epoch, each with its own label"):
-        for run in runs:
-            if not all(batch["paired"] for epoch in run.seen["a"]["value"] for batch in epoch):
-                fail(f"{run.where}, a batch's features do not belong to its labels: they were "
-                     "shuffled with different orders.",
+        runs.append((where, config["n"], config["batch_size"], seen))
+    with case("every example once per epoch, with its label, the last smaller batch kept"):
+        for where, n, size, seen in runs:
+            if not all(batch["paired"] for epoch in seen["a"]["value"] for batch in epoch):
+                fail(f"{where}, a batch's features do not belong to its labels.",
                      "index both with the same positions: features[index], labels[index].")
-            if any(len(set(order)) < len(order) for order in run.orders):
-                fail(f"{run.where}, an epoch yielded some examples twice.", "draw one permutation "
-                     "of range(n) per epoch (torch.randperm) and cut it into consecutive slices.")
-    with case("every example in every epoch: the last, smaller batch is kept"):
-        for run in runs:
-            if any(sorted(order) != list(range(run.n)) for order in run.orders):
-                dropped = len(run.orders[0]) == run.n - run.n % run.size
-                fail(f"{run.where}, an epoch yielded {len(run.orders[0])} of the {run.n} examples"
-                     + (": the last, smaller batch was dropped." if dropped else "."),
-                     "loop over range(0, n, batch_size): the last slice is shorter, and kept.")
-    with case("drop_last=True drops only the last, smaller batch"):
-        for run in runs:
-            expect_no_error(run.seen["drop"]["error"], "DeviceBatches(..., drop_last=True)",
-                            where=run.where)
-            sizes = [len(batch.get("labels", ())) for batch in run.seen["drop"]["value"][0]]
-            if sizes != _sizes(run.n, run.size, True):
-                kept = sizes == _sizes(run.n, run.size, False)
-                fail(f"{run.where} and drop_last=True, the batches had the sizes {sizes}"
-                     + (": the last, smaller batch was still there." if kept else "."),
-                     "with drop_last=True, stop before the last slice when it is shorter.")
-    with case("len() is the number of batches, with and without drop_last"):
-        for run in runs:
-            expect_no_error(run.seen["len"]["error"], "len(DeviceBatches(...))", where=run.where,
-                            hints={"TypeError": "define __len__(self), returning the number of "
-                                   "batches per epoch."})
-            for drop, length in zip((False, True), run.seen["len"]["value"], strict=True):
-                if length != len(_sizes(run.n, run.size, drop)):
-                    fail(f"{run.where} and drop_last={drop}, len() is {length!r}, but an epoch "
-                         f"has {len(_sizes(run.n, run.size, drop))} batches.",
+            for order in _orders(seen["a"]["value"]):
+                if len(set(order)) < len(order):
+                    fail(f"{where}, an epoch yielded some examples twice.", "draw one "
+                         "permutation of range(n) per epoch and cut it into consecutive slices.")
+                if len(order) < n:
+                    fail(f"{where}, an epoch yielded {len(order)} of the {n} examples" + (
+                         ": the last, smaller batch was dropped." if len(order) == n - n % size
+                         else "."), "loop over range(0, n, batch_size): keep the last slice.")
+    with case("drop_last=True drops only the last, smaller batch; len() counts the batches"):
+        for where, n, size, seen in runs:
+            for key, what in (("drop", "DeviceBatches(..., drop_last=True)"),
+                              ("len", "len(DeviceBatches(...))")):
+                expect_no_error(seen[key]["error"], what, where=where, hints={"TypeError": (
+                    "accept the argument drop_last=False and define __len__(self).")})
+            sizes = [len(batch["labels"]) for batch in seen["drop"]["value"][0]]
+            if sizes != _sizes(n, size, True):
+                fail(f"{where} and drop_last=True, the batches had the sizes {sizes}" + (
+                     ": the last, smaller batch was still there." if sizes == _sizes(n, size, False)
+                     else "."), "with drop_last=True, stop before the last slice when it is shorter.")
+            for drop, length in zip((False, True), seen["len"]["value"], strict=True):
+                if length != len(_sizes(n, size, drop)):
+                    fail(f"{where} and drop_last={drop}, len() is {length!r}, but an epoch has "
+                         f"{len(_sizes(n, size, drop))} batches.",
                          "return ceil(n / batch_size), or n // batch_size with drop_last.")
-    with case("the same seed gives the same order, another seed another one"):
-        for run in runs:
-            expect_no_error(run.seen["b"]["error"] or run.seen["c"]["error"], "DeviceBatches",
-                            where=run.where)
-            again, other = _orders(run.seen["b"]["value"]), _orders(run.seen["c"]["value"])
-            if again[0] != run.orders[0]:
-                fail(f"{run.where}, two DeviceBatches with the same seed gave different orders.",
-                     "seed a generator of your own: torch.Generator().manual_seed(seed).")
-            if again[1] != run.orders[1]:
-                fail(f"{run.where}, the order changed when other code drew random numbers: it "
-                     "comes from PyTorch's global generator, which all code shares.",
-                     "draw from a generator of your own: torch.randperm(n, generator=...).")
-            if other[0] == run.orders[0]:
-                fail(f"{run.where}, two different seeds gave the same order.",
-                     "seed the generator with the `seed` argument.")
-    with case("a new order every epoch"):
-        for run in runs:
-            unshuffled = run.orders[0] == list(range(run.n))
-            if unshuffled or len({tuple(order) for order in run.orders}) < 3:
-                fail(f"{run.where}, " + ("the batches come in the data's order." if unshuffled
-                                         else "the order repeats from epoch to epoch: the "
-                                         "generator is created (seeded) again at each epoch."),
-                     "create the generator once, in __init__, and draw a new permutation from "
-                     "it in each __iter__.")
+    with case("shuffled by its own generator: seeded, in a new order every epoch"):
+        for where, n, _, seen in runs:
+            expect_no_error(seen["b"]["error"] or seen["c"]["error"], "DeviceBatches", where=where)
+            orders, again = _orders(seen["a"]["value"]), _orders(seen["b"]["value"])
+            problem = (
+                "the batches come in the data's order" if orders[0] == list(range(n)) else
+                "the same seed gave different orders" if again[0] != orders[0] else
+                "the order changed when other code drew from PyTorch's global generator"
+                if again[1] != orders[1] else
+                "the order repeats: the generator is seeded again at each epoch"
+                if len({tuple(order) for order in orders}) < 3 else
+                "two different seeds gave the same order"
+                if _orders(seen["c"]["value"])[0] == orders[0] else None)
+            if problem:
+                fail(f"{where}, {problem}.", "create a generator of your own once, in "
+                     "__init__: torch.Generator().manual_seed(seed); draw each epoch's order "
+                     "from it in __iter__: torch.randperm(n, generator=self.generator).")
     with case("the batches stay on the data's device, cut with one indexing per batch"):
-        for run in runs:
-            meta, error = run.seen["meta"]["value"], run.seen["meta"]["error"]
-            if error is not None:
-                fail(f"{run.where}, on the meta device (a stand-in for a GPU), DeviceBatches "
+        for where, _, _, seen in runs:
+            meta, error = seen["meta"]["value"], seen["meta"]["error"]
+            if error is not None or meta["devices"] != ["meta"]:
+                fail(f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches " + (
                      f"raised {error['type']}: it copies the data to the host (.cpu(), "
-                     ".tolist(), .numpy(), .item() or .to(another device)).",
+                     ".tolist(), .numpy(), .item() or .to(another device))." if error else
+                     f"yielded batches on {meta['devices']}."),
                      "leave the data where they are: index them with a tensor of positions.")
-            if meta["devices"] != ["meta"]:
-                fail(f"{run.where}, the batches of data on the meta device came out on "
-                     f"{meta['devices']}.", "leave the data where they are.")
             if meta["single"]:
-                fail(f"{run.where}, DeviceBatches builds each batch one example at a time, the "
+                fail(f"{where}, DeviceBatches builds each batch one example at a time, the "
                      "per-example work that makes a DataLoader over a TensorDataset slow.",
                      "index once per batch with a tensor of positions: features[index].")
