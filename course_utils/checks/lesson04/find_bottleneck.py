@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 
 from .. import machines
-from ..framework import check, expect_no_error, fail
+from ..framework import CheckFailure, check, expect_no_error, fail
 from ..probe_support import SimulatedMachine, Spy, run_learner
 
 VISIBLE = [{"machine": machines.CUDA, "device": "cuda", "loader_ms": 1, "model_ms": 10,
@@ -84,7 +84,8 @@ def probe(find_bottleneck, inputs):
                 "log": log, "loads": loads, "work": work,
                 "late": sum(queue["late"]) / len(queue["late"]) if queue["late"] else 0.0}
 
-    return [observe(case) for case in inputs["cases"]]
+    # Two trials per case: a correct answer fails only if the machine disturbs both.
+    return [[observe(case) for _ in range(2)] for case in inputs["cases"]]
 
 
 def _success(inputs: dict) -> str:
@@ -94,9 +95,9 @@ def _success(inputs: dict) -> str:
             f"device before stopping the clock, and names the slower stage, on: {tested}.")
 
 
-def _near(value: float, truth: float, slack: float = 0.002) -> bool:
-    """Within 40 % and ``slack`` seconds: the clocks of the check and the answer differ a little."""
-    return abs(value - truth) <= 0.4 * truth + slack
+def _near(value: float, truth: float, share: float = 0.4, slack: float = 0.002) -> bool:
+    """Within ``share`` and ``slack`` seconds: the clocks of the check and the answer differ."""
+    return abs(value - truth) <= share * truth + slack
 
 
 def _cause_of_a_free_step(log: list[str]) -> str:
@@ -107,52 +108,66 @@ def _cause_of_a_free_step(log: list[str]) -> str:
     return "it waits for the device before each step, but not after it"
 
 
+def _verify_trial(case: dict, seen: dict, where: str, hidden: bool) -> None:
+    """Fail (cause, then fix) when one trial's answer is wrong."""
+    expect_no_error(seen["error"], "find_bottleneck()", where=where, hints={
+        "RuntimeError": None if case["machine"]["gpus"] else "torch.cuda.synchronize() fails "
+        "where there is no CUDA GPU: wait in a way that works on every device, "
+        "synchronize(device) from course_utils (it does nothing on the CPU)."})
+    if seen["reported"] is None or not seen["loads"]:
+        fail(f"{where}, find_bottleneck() returned {seen['type']}"
+             + ("" if seen["loads"] else " without taking a batch from the loader") + ".",
+             "time each batch of the loader and each step, and return a tuple (culprit, "
+             "loader_seconds, model_seconds): 'loader' or 'model', and two means per batch.")
+    culprit, loader_s, model_s = seen["reported"]
+    work = sum(seen["work"]) / len(seen["work"])  # per step, on the device
+    truth = {"model": work + seen["late"],  # a synchronised clock also sees the wait overshoot
+             "loader": sum(seen["loads"]) / len(seen["loads"])}
+    straight = _near(loader_s, truth["loader"]) and _near(model_s, truth["model"])
+    if not straight and _near(loader_s, truth["model"], 0.25, 0) \
+            and _near(model_s, truth["loader"], 0.25, 0):
+        fail(f"{where}, find_bottleneck() returned the model's time where the loader's belongs, "
+             "and the other way round.",
+             "return (culprit, loader_seconds, model_seconds), in this order.")
+    if case["device"] != "cpu" and model_s < 0.5 * work:
+        busy = "longer" if hidden else f"{case['model_ms']} ms"
+        fail(f"{where}, find_bottleneck() measured almost no time per step, yet the device was "
+             f"busy {busy} per step: {_cause_of_a_free_step(seen['log'])}. A GPU step returns "
+             "as soon as its work is queued, so the clock stopped too early.",
+             "call synchronize(device), with the function's `device` argument, after "
+             "step(batch) and before reading the clock.")
+    for stage, value in (("model", model_s), ("loader", loader_s)):
+        if _near(value, truth[stage]):
+            continue
+        if stage == "loader" and _near(value, truth["loader"] + truth["model"]):
+            fail(f"{where}, the loader time find_bottleneck() reported includes the step.",
+                 "stop the loader's clock as soon as the batch arrives, and start the step's "
+                 "clock then.")
+        if _near(value, truth[stage] * len(seen["loads"])):
+            fail(f"{where}, find_bottleneck() reported the {stage} time summed over "
+                 f"{len(seen['loads'])} batches.",
+                 "divide each total by the number of batches: return means per batch.")
+        took = "" if hidden else f" (it took about {case[stage + '_ms']} ms)"
+        fail(f"{where}, find_bottleneck()'s {stage} time per batch is far from what the check "
+             f"measured{took}.", "time next(batch) from the loader and step(batch) separately, "
+             "with time.perf_counter(), and return the mean of each per batch.")
+    slower = "loader" if loader_s > model_s else "model"
+    if culprit != slower:
+        fail(f"{where}, find_bottleneck() named {culprit!r} as the bottleneck, but its own "
+             f"measurements say the {slower} took longer per batch.",
+             "return 'loader' or 'model': the stage that took longer per batch.")
+
+
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_find_bottleneck(inputs, observations, hidden):
-    for case, seen in zip(inputs["cases"], observations, strict=True):
+    for case, trials in zip(inputs["cases"], observations, strict=True):
         where = f"On {case['machine']['name']} (simulated, device {case['device']!r})"
-        expect_no_error(seen["error"], "find_bottleneck()", where=where, hints={
-            "RuntimeError": None if case["machine"]["gpus"] else "torch.cuda.synchronize() "
-            "fails where there is no CUDA GPU: wait in a way that works on every device, "
-            "synchronize(device) from course_utils (it does nothing on the CPU)."})
-        if seen["reported"] is None or not seen["loads"]:
-            fail(f"{where}, find_bottleneck() returned {seen['type']}"
-                 + ("" if seen["loads"] else " without taking a batch from the loader") + ".",
-                 "time each batch of the loader and each step, and return a tuple (culprit, "
-                 "loader_seconds, model_seconds) of 'loader' or 'model' and two means per batch.")
-        culprit, loader_s, model_s = seen["reported"]
-        work = sum(seen["work"]) / len(seen["work"])  # per step, on the device
-        truth = {"model": work + seen["late"],  # a synchronised clock also sees the wait overshoot
-                 "loader": sum(seen["loads"]) / len(seen["loads"])}
-        if _near(loader_s, truth["model"]) and _near(model_s, truth["loader"], slack=0.0005):
-            fail(f"{where}, find_bottleneck() returned the model's time where the loader's "
-                 "belongs, and the other way round.",
-                 "return (culprit, loader_seconds, model_seconds), in this order.")
-        if case["device"] != "cpu" and model_s < 0.5 * work:
-            busy = "longer" if hidden else f"{case['model_ms']} ms"
-            fail(f"{where}, find_bottleneck() measured almost no time per step, yet the device "
-                 f"was busy {busy} per step: {_cause_of_a_free_step(seen['log'])}. A GPU step "
-                 "returns as soon as its work is queued, so the clock stopped too early.",
-                 "call synchronize(device), with the function's `device` argument, after "
-                 "step(batch) and before reading the clock.")
-        for stage, value in (("model", model_s), ("loader", loader_s)):
-            if _near(value, truth[stage]):
-                continue
-            if stage == "loader" and _near(value, truth["loader"] + truth["model"]):
-                fail(f"{where}, the loader time find_bottleneck() reported includes the step.",
-                     "stop the loader's clock as soon as the batch arrives, and start the "
-                     "step's clock then.")
-            if _near(value, truth[stage] * len(seen["loads"])):
-                fail(f"{where}, find_bottleneck() reported the {stage} time summed over "
-                     f"{len(seen['loads'])} batches.",
-                     "divide each total by the number of batches: return means per batch.")
-            took = "" if hidden else f" (it took about {case[stage + '_ms']} ms)"
-            fail(f"{where}, find_bottleneck()'s {stage} time per batch is far from what the "
-                 f"check measured{took}.",
-                 "time next(batch) from the loader and step(batch) separately, with "
-                 "time.perf_counter(), and return the mean seconds of each per batch.")
-        if culprit != ("loader" if loader_s > model_s else "model"):
-            fail(f"{where}, find_bottleneck() named {culprit!r} as the bottleneck, but its own "
-                 f"measurements say the {'loader' if loader_s > model_s else 'model'} took "
-                 "longer per batch.",
-                 "return 'loader' or 'model': the stage that took longer per batch.")
+        failures = []
+        for seen in trials:  # one right trial is enough: the machine may disturb the other
+            try:
+                _verify_trial(case, seen, where, hidden)
+                break
+            except CheckFailure as failure:
+                failures.append(failure)
+        else:
+            raise failures[0]
