@@ -429,9 +429,12 @@ def test_device_batches_wrong_length(length, says):
             index = order[start:start + self.batch_size]
             yield self.features[index], self.labels[index]
 
-    message = failure(checks.check_device_batches, type(
-        "WrongLength", (DeviceBatches,), {"__len__": length, "__iter__": batches_without_len}))
+    wrong = type("WrongLength", (DeviceBatches,),
+                 {"__len__": length, "__iter__": batches_without_len})
+    message = failure(checks.check_device_batches, wrong)
     assert says in message and "return ceil(n / batch_size)" in message
+    hidden = failure(checks.check_device_batches, wrong, hidden=True, seed=1)
+    assert "len() is" in hidden and "but an epoch has" not in hidden
 
 
 def test_device_batches_without_len():

@@ -129,8 +129,8 @@ def check_device_batches(inputs, observations, hidden):
                      else "."), "with drop_last=True, stop before the last slice when it is shorter.")
             for drop, length in zip((False, True), seen["len"]["value"], strict=True):
                 if length != len(_sizes(n, size, drop)):
-                    fail(f"{where} and drop_last={drop}, len() is {length!r}, but an epoch has "
-                         f"{len(_sizes(n, size, drop))} batches.",
+                    has = "" if hidden else f", but an epoch has {len(_sizes(n, size, drop))} batches"
+                    fail(f"{where} and drop_last={drop}, len() is {length!r}{has}.",
                          "return ceil(n / batch_size), or n // batch_size with drop_last.")
     with case("shuffled by its own generator: seeded, in a new order every epoch"):
         for where, n, _, seen in runs:
