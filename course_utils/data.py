@@ -47,7 +47,8 @@ def _positive_int(value, name: str, function: str) -> int:
 
 def _seed(value, function: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{function}: seed must be a whole number, got {value!r}.")
+        raise ValueError(  # noqa: TRY004 - data.py reports every bad argument as ValueError
+            f"{function}: seed must be a whole number, got {value!r}.")
     return value
 
 
@@ -205,19 +206,25 @@ def image_data(n: int = 32, seed: int = 0, device=None) -> tuple[torch.Tensor, t
 # ------------------------------------------------------------------ in-memory batches
 
 class TensorBatches:
-    """Batches sliced from tensors that are already where the model is.
+    """Batches cut from tensors that are already where the model is: a DataLoader for data that fit.
 
-    Use it instead of a DataLoader when the whole data set fits in the device's
-    memory: it was moved once, and each batch is a cheap index into it, with no
-    per-example ``__getitem__`` and no copy from the host per batch.
+    Use it instead of a DataLoader when the whole data set fits in the device's memory: the
+    data were moved once, and each batch is one indexing operation on the device, with no
+    per-example ``__getitem__``, no collate and no copy from the host per batch.
 
     ``TensorBatches(X, y, batch_size=64, shuffle=True, seed=0)`` yields ``(X[idx], y[idx])``
-    pairs; with ``shuffle`` the order changes every epoch and is fixed by ``seed``.
-    ``len()`` is the number of batches, as for a DataLoader.
+    pairs on ``X``'s device. As with a DataLoader:
+
+    * every example appears exactly once per epoch; the last, smaller batch is kept unless
+      ``drop_last=True``;
+    * with ``shuffle`` the order is new every epoch, drawn from a generator of its own seeded
+      by ``seed``: the same seed gives the same sequence of epochs, whatever else draws
+      random numbers;
+    * ``len()`` is the number of batches per epoch.
     """
 
     def __init__(self, features: torch.Tensor, labels: torch.Tensor, batch_size: int = 64,
-                 shuffle: bool = False, seed: int = 0):
+                 shuffle: bool = False, seed: int = 0, drop_last: bool = False):
         if not isinstance(features, torch.Tensor) or not isinstance(labels, torch.Tensor):
             raise TypeError(
                 f"TensorBatches needs two tensors, got {type(features).__name__} and "
@@ -230,24 +237,32 @@ class TensorBatches:
             raise ValueError(
                 f"TensorBatches needs features and labels on one device; got "
                 f"{features.device} and {labels.device}.")
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"TensorBatches: {name} must be True or False, got {flag!r}.")
         self.features = features
         self.labels = labels
         self.batch_size = _positive_int(batch_size, "batch_size", "TensorBatches")
-        self.shuffle = bool(shuffle)
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        # One generator for the object's life: each epoch draws the next permutation from it,
+        # so epochs differ, and the sequence depends on the seed alone.
         self._generator = torch.Generator().manual_seed(_seed(seed, "TensorBatches"))
 
     def __len__(self) -> int:
-        return -(-self.features.shape[0] // self.batch_size)
+        n = self.features.shape[0]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         n = self.features.shape[0]
+        end = len(self) * self.batch_size if self.drop_last else n
         if self.shuffle:
-            # The permutation is drawn on the CPU (same order on every device), then sent once.
+            # Drawn on the CPU (the same order on every device), then sent in one small copy.
             order = torch.randperm(n, generator=self._generator).to(self.features.device)
-            for start in range(0, n, self.batch_size):
+            for start in range(0, end, self.batch_size):
                 index = order[start:start + self.batch_size]
                 yield self.features[index], self.labels[index]
-        else:
-            for start in range(0, n, self.batch_size):
+        else:  # slices are views: no copy at all
+            for start in range(0, end, self.batch_size):
                 yield (self.features[start:start + self.batch_size],
                        self.labels[start:start + self.batch_size])

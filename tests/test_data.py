@@ -230,7 +230,85 @@ def test_tensor_batches_stay_on_the_tensors_device():
      r"same first dimension; got shapes \(4, 2\) and \(3,\)"),
     (torch.zeros(4, 2), torch.zeros(4, device="meta"), {}, ValueError, "on one device"),
     (torch.zeros(4, 2), torch.zeros(4), {"batch_size": 0}, ValueError, "got 0"),
+    (torch.zeros(4, 2), torch.zeros(4), {"drop_last": "yes"}, TypeError,
+     "drop_last must be True or False, got 'yes'"),
+    (torch.zeros(4, 2), torch.zeros(4), {"shuffle": 1}, TypeError,
+     "shuffle must be True or False, got 1"),
+    (torch.zeros(4, 2), torch.zeros(4), {"seed": 0.5}, ValueError,
+     "seed must be a whole number, got 0.5"),
 ])
 def test_tensor_batches_reject_bad_input(features, labels, kwargs, error, says):
     with pytest.raises(error, match=says):
         data.TensorBatches(features, labels, **kwargs)
+
+
+def index_coded(n):
+    """Features whose every entry is the example's index, and labels equal to it."""
+    return torch.arange(n, dtype=torch.float32).repeat_interleave(3).reshape(n, 3), torch.arange(n)
+
+
+@pytest.mark.parametrize("n, batch_size, drop_last, sizes", [
+    (10, 4, False, [4, 4, 2]),
+    (10, 4, True, [4, 4]),
+    (8, 4, False, [4, 4]),
+    (8, 4, True, [4, 4]),
+    (3, 4, False, [3]),
+    (3, 4, True, []),
+])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_tensor_batches_keep_the_last_batch_unless_told(n, batch_size, drop_last, sizes, shuffle):
+    X, y = index_coded(n)
+    batches = data.TensorBatches(X, y, batch_size, shuffle=shuffle, drop_last=drop_last)
+    for _ in range(2):
+        got = [labels.tolist() for _, labels in batches]
+        assert [len(labels) for labels in got] == sizes and len(batches) == len(sizes)
+        seen = [label for labels in got for label in labels]
+        assert len(set(seen)) == len(seen) == sum(sizes)  # each example at most once
+        if not drop_last:
+            assert sorted(seen) == list(range(n))  # ... and exactly once when none is dropped
+
+
+def test_tensor_batches_ignore_the_global_random_generator():
+    X, y = index_coded(20)
+
+    def order(disturb):
+        batches = data.TensorBatches(X, y, batch_size=6, shuffle=True, seed=4)
+        epochs = []
+        for _ in range(3):
+            if disturb:
+                torch.rand(3)  # someone else draws random numbers between epochs
+            epochs.append(torch.cat([labels for _, labels in batches]).tolist())
+        return epochs
+
+    state = torch.get_rng_state()
+    assert order(False) == order(True)
+    assert len({tuple(epoch) for epoch in order(False)}) == 3  # a new order every epoch
+    torch.set_rng_state(state)
+
+
+def test_tensor_batches_drop_different_examples_each_epoch_when_shuffled():
+    X, y = index_coded(10)
+    batches = data.TensorBatches(X, y, batch_size=4, shuffle=True, seed=0, drop_last=True)
+    dropped = [set(range(10)) - {int(v) for _, labels in batches for v in labels}
+               for _ in range(4)]
+    assert all(len(missing) == 2 for missing in dropped)
+    assert len({frozenset(missing) for missing in dropped}) > 1
+
+
+def test_tensor_batches_in_order_are_views_of_the_data():
+    X, y = index_coded(10)
+    features, labels = next(iter(data.TensorBatches(X, y, batch_size=4)))
+    assert features.data_ptr() == X.data_ptr() and labels.data_ptr() == y.data_ptr()
+
+
+@pytest.mark.gpu
+def test_tensor_batches_stay_on_the_gpu():
+    X, y = index_coded(50)
+    X, y = X.to("cuda"), y.to("cuda")
+    batches = data.TensorBatches(X, y, batch_size=16, shuffle=True, seed=0)
+    seen = []
+    for features, labels in batches:
+        assert features.device.type == "cuda" and labels.device.type == "cuda"
+        assert torch.equal(features[:, 0].long(), labels)
+        seen += labels.tolist()
+    assert sorted(seen) == list(range(50)) and len(batches) == 4

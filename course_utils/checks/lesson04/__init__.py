@@ -1,0 +1,1 @@
+"""Checks for lesson 04, "Feeding the GPU"."""

@@ -1,0 +1,164 @@
+"""DeviceBatches(features, labels, batch_size, seed, drop_last): shuffled batches cut on the device."""
+from __future__ import annotations
+
+import random
+
+from ..framework import case, check, expect_no_error, fail
+from ..probe_support import run_learner
+
+
+def make_inputs(seed: int, hidden: bool) -> dict:
+    if not hidden:
+        return {"configs": [{"n": 10, "batch_size": 4, "seeds": [0, 1]}]}
+    rng = random.Random(seed)
+    size = rng.randint(3, 7)
+    exact, uneven = size * rng.randint(3, 5), size * rng.randint(3, 5) + rng.randint(1, size - 1)
+    return {"configs": [{"n": n, "batch_size": size, "seeds": rng.sample(range(1000), 2)}
+                        for n in (uneven, exact)]}
+
+
+def probe(DeviceBatches, inputs):
+    """Iterate DeviceBatches over index-coded CPU data, then over meta data; report the batches."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    def labels_of(item):  # a batch's labels, or what is wrong with it
+        if not (isinstance(item, (tuple, list)) and len(item) == 2
+                and all(isinstance(part, torch.Tensor) for part in item)):
+            return type(item).__name__
+        x, y = item
+        if x.device.type != "cpu" or y.device.type != "cpu":  # moved: its values are not read
+            return f"tensors on {x.device} and {y.device}"
+        paired = x.shape[:1] == y.shape and torch.equal(x[:, 0].long(), y)
+        return {"labels": y.tolist(), "paired": paired}
+
+    def epochs(batches, count, disturb_from=99):
+        out = []
+        for epoch in range(count):
+            if epoch >= disturb_from:
+                torch.rand(7)  # other code draws from PyTorch's global generator
+            out.append([labels_of(item) for item in batches])
+        return out
+
+    class CountSingleExamples(TorchFunctionMode):  # data[i]: one example taken out at a time
+        count = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if args and isinstance(args[0], torch.Tensor) and isinstance(out, torch.Tensor) \
+                    and args[0].device.type == "meta" and out.ndim < args[0].ndim:
+                self.count += 1
+            return out
+
+    def observe(config):
+        n, size, (seed, other) = config["n"], config["batch_size"], config["seeds"]
+        y = torch.arange(n)
+        x = y.float().repeat_interleave(3).reshape(n, 3)
+
+        def make(seed=seed, **options):
+            return DeviceBatches(x, y, size, seed=seed, **options)
+
+        def on_meta():
+            data = torch.empty(n, 3, device="meta"), torch.empty(n, dtype=torch.long, device="meta")
+            with CountSingleExamples() as counter:
+                batches = list(DeviceBatches(*data, size, seed=seed))
+            return {"devices": sorted({str(part.device) for item in batches for part in item
+                                       if isinstance(part, torch.Tensor)}),
+                    "single": counter.count}
+
+        tasks = {"a": lambda: epochs(make(), 3), "b": lambda: epochs(make(), 2, disturb_from=1),
+                 "c": lambda: epochs(make(other), 1),
+                 "drop": lambda: epochs(make(drop_last=True), 1),
+                 "len": lambda: [len(make()), len(make(drop_last=True))], "meta": on_meta}
+        runs = {name: run_learner(task) for name, task in tasks.items()}
+        return {name: {"value": run.value, "error": run.error} for name, run in runs.items()}
+
+    return [observe(config) for config in inputs["configs"]]
+
+
+def _success(inputs: dict) -> str:
+    tested = "; ".join(f"n={c['n']}, batch_size={c['batch_size']}" for c in inputs["configs"])
+    return ("DeviceBatches yields every example once per epoch with its label, keeps the last "
+            "smaller batch unless drop_last=True, has the right len(), shuffles with a seeded "
+            "generator of its own in a new order each epoch, and cuts each batch with one "
+            f"indexing on the data's device (the CPU, meta): tested with {tested}.")
+
+
+def _sizes(n: int, size: int, drop_last: bool) -> list[int]:
+    return [size] * (n // size) + ([] if drop_last or n % size == 0 else [n % size])
+
+
+def _orders(epochs: list[list]) -> list[list[int]]:
+    return [[label for batch in epoch for label in batch["labels"]] for epoch in epochs]
+
+
+@check(success=_success, make_inputs=make_inputs, probe=probe)
+def check_device_batches(inputs, observations, hidden):
+    runs = []  # (where, n, batch size, observations)
+    for config, seen in zip(inputs["configs"], observations, strict=True):
+        where = f"With n={config['n']} examples and batch_size={config['batch_size']}"
+        expect_no_error(seen["a"]["error"], "DeviceBatches", where=where)
+        for problem in (b for e in seen["a"]["value"] for b in e if isinstance(b, str)):
+            fail(f"{where}, DeviceBatches yielded {problem}, from data on the CPU.",
+                 "yield pairs (features[index], labels[index]) of tensors, left where the data "
+                 "are: do not move them to another device.")
+        runs.append((where, config["n"], config["batch_size"], seen))
+    with case("every example once per epoch, with its label, the last smaller batch kept"):
+        for where, n, size, seen in runs:
+            if not all(batch["paired"] for epoch in seen["a"]["value"] for batch in epoch):
+                fail(f"{where}, a batch's features do not belong to its labels.",
+                     "index both with the same positions: features[index], labels[index].")
+            for order in _orders(seen["a"]["value"]):
+                if len(set(order)) < len(order):
+                    fail(f"{where}, an epoch yielded some examples twice.", "draw one "
+                         "permutation of range(n) per epoch and cut it into consecutive slices.")
+                if len(order) < n:
+                    fail(f"{where}, an epoch yielded {len(order)} of the {n} examples" + (
+                         ": the last, smaller batch was dropped." if len(order) == n - n % size
+                         else "."), "loop over range(0, n, batch_size): keep the last slice.")
+    with case("drop_last=True drops only the last, smaller batch; len() counts the batches"):
+        for where, n, size, seen in runs:
+            for key, what in (("drop", "DeviceBatches(..., drop_last=True)"),
+                              ("len", "len(DeviceBatches(...))")):
+                expect_no_error(seen[key]["error"], what, where=where, hints={"TypeError": (
+                    "accept the argument drop_last=False and define __len__(self).")})
+            sizes = [len(batch["labels"]) for batch in seen["drop"]["value"][0]]
+            if sizes != _sizes(n, size, True):
+                fail(f"{where} and drop_last=True, the batches had the sizes {sizes}" + (
+                     ": the last, smaller batch was still there." if sizes == _sizes(n, size, False)
+                     else "."), "with drop_last=True, stop before the last slice when it is shorter.")
+            for drop, length in zip((False, True), seen["len"]["value"], strict=True):
+                if length != len(_sizes(n, size, drop)):
+                    has = "" if hidden else f", but an epoch has {len(_sizes(n, size, drop))} batches"
+                    fail(f"{where} and drop_last={drop}, len() is {length!r}{has}.",
+                         "return ceil(n / batch_size), or n // batch_size with drop_last.")
+    with case("shuffled by its own generator: seeded, in a new order every epoch"):
+        for where, n, _, seen in runs:
+            expect_no_error(seen["b"]["error"] or seen["c"]["error"], "DeviceBatches", where=where)
+            orders, again = _orders(seen["a"]["value"]), _orders(seen["b"]["value"])
+            problem = (
+                "the batches come in the data's order" if orders[0] == list(range(n)) else
+                "the same seed gave different orders" if again[0] != orders[0] else
+                "the order changed when other code drew from PyTorch's global generator"
+                if again[1] != orders[1] else
+                "the order repeats: the generator is seeded again at each epoch"
+                if len({tuple(order) for order in orders}) < 3 else
+                "two different seeds gave the same order"
+                if _orders(seen["c"]["value"])[0] == orders[0] else None)
+            if problem:
+                fail(f"{where}, {problem}.", "create a generator of your own once, in "
+                     "__init__: torch.Generator().manual_seed(seed); draw each epoch's order "
+                     "from it in __iter__: torch.randperm(n, generator=self.generator).")
+    with case("the batches stay on the data's device, cut with one indexing per batch"):
+        for where, _, _, seen in runs:
+            meta, error = seen["meta"]["value"], seen["meta"]["error"]
+            if error is not None or meta["devices"] != ["meta"]:
+                fail(f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches " + (
+                     f"raised {error['type']}: it copies the data to the host (.cpu(), "
+                     ".tolist(), .numpy(), .item() or .to(another device))." if error else
+                     f"yielded batches on {meta['devices']}."),
+                     "leave the data where they are: index them with a tensor of positions.")
+            if meta["single"]:
+                fail(f"{where}, DeviceBatches builds each batch one example at a time, the "
+                     "per-example work that makes a DataLoader over a TensorDataset slow.",
+                     "index once per batch with a tensor of positions: features[index].")

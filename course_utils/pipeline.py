@@ -1,0 +1,256 @@
+"""Measuring an input pipeline (lesson 04, "Feeding the GPU").
+
+* :class:`SlowDataset` -- a map-style dataset whose examples take a set time to load, a stand-in
+  for reading files from a slow disk or a network share. It is defined in this module, not in a
+  notebook, because DataLoader workers started with ``spawn`` or ``forkserver`` (macOS, Windows,
+  Linux from Python 3.14) must *import* the dataset's class: a class defined in a notebook cannot
+  be imported by another process.
+* :func:`time_stages` -> :class:`StageTimes` -- for each batch, how long the loop waited for the
+  loader and how long the model step took (synchronised), and which of the two limits the speed.
+* :func:`time_epochs` -> :class:`EpochTimes` -- for each epoch, the wall time and the wait for the
+  first batch (where worker start-up shows).
+* :func:`copy_seconds` -- one host-to-device copy from pageable or pinned memory (CUDA only).
+* :func:`device_busy_seconds` -- from a ``torch.profiler`` run, the time the GPU spent in kernels.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+
+import torch
+from torch.utils.data import Dataset
+
+from .devices import _validate, synchronize
+
+__all__ = [
+    "EpochTimes",
+    "SlowDataset",
+    "StageTimes",
+    "copy_seconds",
+    "device_busy_seconds",
+    "time_epochs",
+    "time_stages",
+]
+
+
+def _seconds(value, name: str, owner: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{owner}: {name} must be a number of seconds between 0 and 1, "
+                         f"got {value!r}.")
+    return float(value)
+
+
+def _count(value, name: str, owner: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{owner}: {name} must be a whole number of at least {minimum}, "
+                         f"got {value!r}.")
+    return value
+
+
+# ------------------------------------------------------------------ a slow dataset
+
+class SlowDataset(Dataset):
+    """Examples that take ``seconds`` each to load; every ``slow_every``-th takes ``slow_seconds``.
+
+    Loading sleeps, as a process waiting for a disk or a network does: the CPU is free
+    meanwhile, which is why several DataLoader workers can wait at the same time even on a
+    machine with few cores. (Decoding JPEGs or augmenting images keeps a core busy instead;
+    then workers help only as far as there are free cores.) ``features[i], labels[i]`` are
+    returned as they are: keep them on the CPU, where the workers run.
+    """
+
+    def __init__(self, features: torch.Tensor, labels: torch.Tensor, seconds: float = 0.001,
+                 slow_every: int = 0, slow_seconds: float = 0.0):
+        if not isinstance(features, torch.Tensor) or not isinstance(labels, torch.Tensor):
+            raise TypeError(f"SlowDataset needs two tensors, got {type(features).__name__} and "
+                            f"{type(labels).__name__}.")
+        if features.ndim == 0 or labels.ndim == 0 or features.shape[0] != labels.shape[0]:
+            raise ValueError(f"SlowDataset needs features and labels with the same first "
+                             f"dimension; got shapes {tuple(features.shape)} and "
+                             f"{tuple(labels.shape)}.")
+        self.features, self.labels = features, labels
+        self.seconds = _seconds(seconds, "seconds", "SlowDataset")
+        self.slow_every = _count(slow_every, "slow_every", "SlowDataset", minimum=0)
+        self.slow_seconds = _seconds(slow_seconds, "slow_seconds", "SlowDataset")
+
+    def __len__(self) -> int:
+        return self.labels.shape[0]
+
+    def delay(self, index: int) -> float:
+        """How long example ``index`` takes to load."""
+        slow = self.slow_every and index % self.slow_every == 0
+        return self.slow_seconds if slow else self.seconds
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        time.sleep(self.delay(index))
+        return self.features[index], self.labels[index]
+
+
+# ------------------------------------------------------------------ loader or model?
+
+@dataclass
+class StageTimes:
+    """Per batch, the seconds the loop waited for the loader and the seconds the step took.
+
+    The first batch's wait includes starting the loader (and its workers), so the
+    ``steady_*`` means leave it out whenever there are other batches.
+    """
+
+    loader_s: list[float] = field(default_factory=list)
+    model_s: list[float] = field(default_factory=list)
+    device: str = "cpu"
+
+    @property
+    def batches(self) -> int:
+        return len(self.model_s)
+
+    def _steady(self, values: list[float]) -> float:
+        if not values:
+            raise ValueError("no batch was timed: the loader yielded nothing.")
+        return fmean(values[1:] if len(values) > 1 else values)
+
+    @property
+    def steady_loader_s(self) -> float:
+        """Mean wait for one batch, after the first."""
+        return self._steady(self.loader_s)
+
+    @property
+    def steady_model_s(self) -> float:
+        """Mean time of one step, after the first."""
+        return self._steady(self.model_s)
+
+    @property
+    def bottleneck(self) -> str:
+        """'loader' when the loop waits longer for data than the step takes, else 'model'."""
+        return "loader" if self.steady_loader_s > self.steady_model_s else "model"
+
+    @property
+    def waiting_share(self) -> float:
+        """The share of the loop's time spent waiting for data (the model idle), 0 to 1."""
+        total = sum(self.loader_s) + sum(self.model_s)
+        return sum(self.loader_s) / total if total else 0.0
+
+    def summary(self) -> str:
+        return (f"{self.batches} batches on {self.device}: loader {self.steady_loader_s * 1e3:.2f}"
+                f" ms/batch, model step {self.steady_model_s * 1e3:.2f} ms/batch "
+                f"(first batch waited {self.loader_s[0] * 1e3:.0f} ms); waiting for data "
+                f"{self.waiting_share:.0%} of the time; bottleneck: {self.bottleneck}")
+
+
+def time_stages(loader: Iterable, step: Callable, device, max_batches: int | None = None
+                ) -> StageTimes:
+    """Run ``step(batch)`` for each batch of ``loader``; time the wait and the step apart.
+
+    The clock stops only after :func:`~course_utils.devices.synchronize`: a GPU step returns
+    as soon as its kernels are queued, so without the sync its time would land on whatever
+    waits next, and the model would look free.
+    """
+    if isinstance(loader, torch.Tensor) or not isinstance(loader, Iterable):
+        raise TypeError(f"time_stages: loader must be an iterable of batches such as a "
+                        f"DataLoader, got {type(loader).__name__}.")
+    if not callable(step):
+        raise TypeError(f"time_stages: step must be a function of one batch, got "
+                        f"{type(step).__name__}.")
+    if max_batches is not None:
+        _count(max_batches, "max_batches", "time_stages")
+    device = _validate(device, "time_stages(device=...)")
+    times = StageTimes(device=str(device))
+    synchronize(device)
+    started = time.perf_counter()
+    for batch in loader:  # the wait for this batch ends here
+        loaded = time.perf_counter()
+        step(batch)
+        synchronize(device)
+        done = time.perf_counter()
+        times.loader_s.append(loaded - started)
+        times.model_s.append(done - loaded)
+        if max_batches is not None and times.batches >= max_batches:
+            break
+        started = time.perf_counter()
+    if not times.batches:
+        raise ValueError("time_stages: the loader yielded no batches.")
+    return times
+
+
+# ------------------------------------------------------------------ whole epochs
+
+@dataclass
+class EpochTimes:
+    """Per epoch: the wall seconds, and the seconds until the first batch arrived."""
+
+    seconds: list[float] = field(default_factory=list)
+    first_batch_s: list[float] = field(default_factory=list)
+
+    def summary(self) -> str:
+        def ms(values: Sequence[float]) -> str:
+            return ", ".join(f"{value * 1e3:.0f}" for value in values)
+        return f"epochs took {ms(self.seconds)} ms; first batch after {ms(self.first_batch_s)} ms"
+
+
+def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
+                device="cpu") -> EpochTimes:
+    """Iterate ``loader`` for ``epochs`` epochs (calling ``step(batch)`` if given), timing each."""
+    _count(epochs, "epochs", "time_epochs")
+    device = _validate(device, "time_epochs(device=...)")
+    times = EpochTimes()
+    for _ in range(epochs):
+        synchronize(device)
+        started = time.perf_counter()
+        first = None
+        for batch in loader:
+            if first is None:
+                first = time.perf_counter() - started
+            if step is not None:
+                step(batch)
+        synchronize(device)
+        times.seconds.append(time.perf_counter() - started)
+        times.first_batch_s.append(first if first is not None else float("nan"))
+    return times
+
+
+# ------------------------------------------------------------------ GPU-only measurements
+
+def copy_seconds(megabytes: float, device, pinned: bool, repeats: int = 5) -> float:
+    """Median seconds of one host-to-``device`` copy of ``megabytes`` MB (CUDA only).
+
+    Pinned (page-locked) host memory can be read by the GPU's copy engine directly; pageable
+    memory is first staged through a pinned buffer by the driver.
+    """
+    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) \
+            or not 0 < megabytes <= 4096:
+        raise ValueError(f"copy_seconds: megabytes must be a number in (0, 4096], got "
+                         f"{megabytes!r}.")
+    _count(repeats, "repeats", "copy_seconds")
+    device = _validate(device, "copy_seconds(device=...)")
+    if device.type != "cuda":
+        raise ValueError(f"copy_seconds measures copies to a CUDA device; got {str(device)!r}, "
+                         "where pinned memory does not apply.")
+    host = torch.empty(int(megabytes * 1e6), dtype=torch.uint8, pin_memory=pinned)
+    host.to(device)  # warm-up: the first copy pays for allocations
+    timings = []
+    for _ in range(repeats):
+        synchronize(device)
+        started = time.perf_counter()
+        host.to(device, non_blocking=pinned)
+        synchronize(device)
+        timings.append(time.perf_counter() - started)
+    return sorted(timings)[len(timings) // 2]
+
+
+def device_busy_seconds(profile) -> float:
+    """Seconds during which the accelerator ran something, in a ``torch.profiler`` run.
+
+    The union of the time ranges of the profile's device events (kernels, copies, memsets):
+    kernels that overlap on several streams count once. 0.0 when only the CPU was profiled.
+    """
+    intervals = sorted((event.time_range.start, event.time_range.end)
+                       for event in profile.events()
+                       if event.device_type != torch.autograd.DeviceType.CPU)
+    busy_us, covered_until = 0.0, float("-inf")
+    for start, end in intervals:
+        if end > covered_until:
+            busy_us += end - max(start, covered_until)
+            covered_until = end
+    return busy_us / 1e6

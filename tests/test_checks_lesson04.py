@@ -1,0 +1,495 @@
+"""Lesson 04 checks: right answers pass, each typical mistake gets its own hint."""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+import timeit
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils import checks, data, synchronize
+
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
+
+find_bottleneck = solution("04_input_pipeline", "find_bottleneck")
+DeviceBatches = solution("04_input_pipeline", "device_batches", "DeviceBatches")
+
+
+# ------------------------------------------------------------------ find_bottleneck
+
+def timed(loader, step, wait, clock=time.perf_counter, **fields):
+    """(loader seconds, model seconds) per batch, with `wait(device_arg)` where the answer waits."""
+    loads, steps = [], []
+    asked = clock()
+    for batch in loader:
+        arrived = clock()
+        wait("before")
+        step(batch)
+        wait("after")
+        finished = clock()
+        wait("late")
+        loads.append(arrived - asked)
+        steps.append(finished - arrived)
+        asked = clock() if not fields.get("keep_asked") else arrived
+    return loads, steps
+
+
+def answer(*, where="after", device_of=lambda device: device, summarise=statistics.fmean,
+           order=lambda culprit, loader, model: (culprit, loader, model), clock=time.perf_counter,
+           decide=lambda loader, model: "loader" if loader > model else "model", **fields):
+    """A find_bottleneck() built from its parts, so that each test changes one of them."""
+    def find(loader, step, device):
+        loads, steps = timed(loader, step, lambda moment: synchronize(device_of(device))
+                             if moment == where else None, clock=clock, **fields)
+        loader_s, model_s = summarise(loads), summarise(steps)
+        return order(decide(loader_s, model_s), loader_s, model_s)
+    return find
+
+
+def find_bottleneck_with_next_and_accelerator(loader, step, device):
+    """Right: iter/next by hand, torch.accelerator.synchronize for accelerators, time.time."""
+    iterator, loads, steps = iter(loader), [], []
+    while True:
+        asked = time.time()
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            break
+        arrived = time.time()
+        step(batch)
+        if device.type != "cpu":
+            torch.accelerator.synchronize(device)
+        loads.append(arrived - asked)
+        steps.append(time.time() - arrived)
+    loader_s, model_s = sum(loads) / len(loads), sum(steps) / len(steps)
+    return ("loader" if loader_s > model_s else "model"), loader_s, model_s
+
+
+def find_bottleneck_with_cuda_sync(loader, step, device):
+    """Wrong: torch.cuda.synchronize() on every machine."""
+    loads, steps = [], []
+    asked = time.perf_counter()
+    for batch in loader:
+        arrived = time.perf_counter()
+        step(batch)
+        torch.cuda.synchronize()
+        loads.append(arrived - asked)
+        steps.append(time.perf_counter() - arrived)
+        asked = time.perf_counter()
+    loader_s, model_s = statistics.fmean(loads), statistics.fmean(steps)
+    return ("loader" if loader_s > model_s else "model"), loader_s, model_s
+
+
+def find_bottleneck_as_dict(loader, step, device):
+    culprit, loader_s, model_s = find_bottleneck(loader, step, device)
+    return {"culprit": culprit, "loader": loader_s, "model": model_s}
+
+
+def find_bottleneck_not_done(loader, step, device):
+    raise NotImplementedError()
+
+
+RIGHT_FINDERS = [find_bottleneck, find_bottleneck_with_next_and_accelerator,
+                 answer(summarise=statistics.median), answer(clock=timeit.default_timer),
+                 answer(summarise=lambda values: statistics.fmean(values[1:]))]  # skips a warm-up
+
+
+@pytest.mark.parametrize("finder", RIGHT_FINDERS)
+def test_find_bottleneck_right_answers_keep_full_marks(finder, capsys):
+    passes(checks.check_find_bottleneck, finder)
+    printed = capsys.readouterr().out
+    assert ("on: a Linux machine with one NVIDIA H100 (loader 1 ms, model 10 ms per batch); "
+            "a laptop with no GPU (loader 10 ms, model 1 ms per batch).") in printed
+    assert "a Mac with Apple silicon (MPS)" in printed  # the hidden part tests MPS
+
+
+def test_find_bottleneck_leaves_torch_unpatched():
+    real = (torch.cuda.synchronize, torch.accelerator.synchronize, torch.mps.synchronize,
+            torch.cuda.is_available)
+    checks.check_find_bottleneck(find_bottleneck, hidden=True, seed=3)
+    assert (torch.cuda.synchronize, torch.accelerator.synchronize, torch.mps.synchronize,
+            torch.cuda.is_available) == real
+
+
+def test_find_bottleneck_without_synchronising():
+    message = failure(checks.check_find_bottleneck, answer(where=None))
+    assert message.startswith("On a Linux machine with one NVIDIA H100 (simulated, device "
+                              "'cuda'), find_bottleneck() measured almost no time per step")
+    assert "yet the device was busy 10 ms per step: it never waited for the device" in message
+    assert "call synchronize(device), with the function's `device` argument" in message
+
+
+def test_find_bottleneck_synchronising_the_notebooks_device():
+    message = failure(checks.check_find_bottleneck,
+                      answer(device_of=lambda device: torch.device("cpu")))
+    assert "it never waited for the device it was given" in message
+    assert "with the function's `device` argument" in message
+
+
+def test_find_bottleneck_synchronising_before_the_step_only():
+    """The wait for the previous step falls before the clock: the model looks free."""
+    def finder(loader, step, device):
+        loads, steps = [], []
+        asked = time.perf_counter()
+        for batch in loader:
+            synchronize(device)
+            arrived = time.perf_counter()
+            step(batch)
+            steps.append(time.perf_counter() - arrived)
+            loads.append(arrived - asked)
+            asked = time.perf_counter()
+        loader_s, model_s = statistics.fmean(loads), statistics.fmean(steps)
+        return ("loader" if loader_s > model_s else "model"), loader_s, model_s
+
+    message = failure(checks.check_find_bottleneck, finder)
+    assert "it waits for the device before each step, but not after it" in message
+
+
+def test_find_bottleneck_synchronising_after_reading_the_clock():
+    message = failure(checks.check_find_bottleneck, answer(where="late"))
+    assert "it waits for the device only after reading the clock" in message
+
+
+def test_find_bottleneck_with_cuda_synchronize_on_a_cpu():
+    message = failure(checks.check_find_bottleneck, find_bottleneck_with_cuda_sync)
+    assert message.startswith("On a laptop with no GPU (simulated, device 'cpu'), "
+                              "find_bottleneck() raised RuntimeError")
+    assert "`torch.cuda.synchronize()`" in message
+    assert "synchronize(device) from course_utils (it does nothing on the CPU)" in message
+
+
+def test_find_bottleneck_returning_totals():
+    message = failure(checks.check_find_bottleneck, answer(summarise=sum))
+    assert "reported the model time summed over 4 batches" in message
+    assert "return means per batch" in message
+
+
+def test_find_bottleneck_whose_loader_time_includes_the_step():
+    message = failure(checks.check_find_bottleneck, answer(keep_asked=True))
+    assert "the loader time find_bottleneck() reported includes the step" in message
+    assert "stop the loader's clock as soon as the batch arrives" in message
+
+
+def test_find_bottleneck_returning_the_times_swapped():
+    message = failure(checks.check_find_bottleneck,
+                      answer(order=lambda culprit, loader, model: (culprit, model, loader)))
+    assert "returned the model's time where the loader's belongs" in message
+    assert "(culprit, loader_seconds, model_seconds), in this order" in message
+
+
+@pytest.mark.parametrize("decide", [lambda loader, model: "loader",
+                                    lambda loader, model: "model" if loader > model else "loader"])
+def test_find_bottleneck_whose_culprit_contradicts_its_measurements(decide):
+    message = failure(checks.check_find_bottleneck, answer(decide=decide))
+    assert "as the bottleneck, but its own measurements say the" in message
+    assert "took longer per batch" in message
+    assert "return 'loader' or 'model': the stage that took longer per batch" in message
+
+
+def test_find_bottleneck_with_another_name_for_the_culprit():
+    message = failure(checks.check_find_bottleneck,
+                      answer(decide=lambda loader, model: "GPU" if model > loader else "loader"))
+    assert "named 'GPU' as the bottleneck, but its own measurements say the model took longer" \
+        in message
+
+
+def test_find_bottleneck_returning_a_dict():
+    message = failure(checks.check_find_bottleneck, find_bottleneck_as_dict)
+    assert "find_bottleneck() returned dict." in message
+    assert "return a tuple (culprit, loader_seconds, model_seconds)" in message
+
+
+def test_find_bottleneck_not_implemented():
+    message = failure(checks.check_find_bottleneck, find_bottleneck_not_done)
+    assert "find_bottleneck() is not implemented yet" in message
+
+
+def test_find_bottleneck_hidden_messages_do_not_reveal_the_costs():
+    for seed in HIDDEN_SEEDS:
+        message = failure(checks.check_find_bottleneck, answer(where=None), hidden=True,
+                          seed=seed)
+        assert "the device was busy longer" in message and " ms per step:" not in message
+        totals = failure(checks.check_find_bottleneck, answer(summarise=sum), hidden=True,
+                         seed=seed)
+        assert "it took about" not in totals and "summed over" in totals
+
+
+def test_find_bottleneck_hidden_cases_have_both_culprits():
+    for seed in HIDDEN_SEEDS:
+        cases = checks.check_find_bottleneck.make_inputs(seed, True)["cases"]
+        culprits = {"loader" if c["loader_ms"] > c["model_ms"] else "model" for c in cases}
+        assert culprits == {"loader", "model"}
+        assert {c["device"] for c in cases} == {"cuda", "mps", "cpu"}
+
+
+# ------------------------------------------------------------------ DeviceBatches
+
+class WithTensorBatches:
+    """Right: the course's TensorBatches does the work."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        self.batches = data.TensorBatches(features, labels, batch_size, shuffle=True, seed=seed,
+                                          drop_last=drop_last)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        return iter(self.batches)
+
+
+class SeededPerEpoch(DeviceBatches):
+    """Right: a generator seeded with seed + epoch, as DistributedSampler.set_epoch does."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        super().__init__(features, labels, batch_size, seed, drop_last)
+        self.seed, self.epoch = seed, 0
+
+    def __iter__(self):
+        self.generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1
+        return super().__iter__()
+
+
+class PythonRandom(DeviceBatches):
+    """Right: Python's random.Random, a list of positions as the index."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        super().__init__(features, labels, batch_size, seed, drop_last)
+        self.rng = random.Random(seed)
+
+    def __iter__(self):
+        order = list(range(len(self.labels)))
+        self.rng.shuffle(order)
+        for start in range(0, len(self) * self.batch_size if self.drop_last else len(order),
+                           self.batch_size):
+            index = order[start:start + self.batch_size]
+            yield self.features[index], self.labels[index]
+
+
+class NumpyGenerator(PythonRandom):
+    """Right: a NumPy generator's permutation as the index."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        super().__init__(features, labels, batch_size, seed, drop_last)
+        self.rng = np.random.default_rng(seed)
+
+    def __iter__(self):
+        order = self.rng.permutation(len(self.labels))
+        for start in range(0, len(self) * self.batch_size if self.drop_last else len(order),
+                           self.batch_size):
+            index = order[start:start + self.batch_size]
+            yield self.features[index], self.labels[index]
+
+
+@pytest.mark.parametrize("batches", [DeviceBatches, WithTensorBatches, SeededPerEpoch,
+                                     PythonRandom, NumpyGenerator], ids=lambda c: c.__name__)
+def test_device_batches_right_answers_keep_full_marks(batches, capsys):
+    passes(checks.check_device_batches, batches)
+    assert "tested with n=10, batch_size=4." in capsys.readouterr().out
+
+
+def with_iter(body):
+    """DeviceBatches whose __iter__ is replaced by `body(self)`."""
+    return type(body.__name__, (DeviceBatches,), {"__iter__": body})
+
+
+def starts(self):
+    """The start of each batch, as the model answer cuts them (drop_last honoured)."""
+    end = len(self) * self.batch_size if self.drop_last else len(self.labels)
+    return range(0, end, self.batch_size)
+
+
+def two_orders(self):
+    features_order = torch.randperm(len(self.labels), generator=self.generator)
+    labels_order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in starts(self):
+        yield (self.features[features_order[start:start + self.batch_size]],
+               self.labels[labels_order[start:start + self.batch_size]])
+
+
+def with_replacement(self):
+    for _ in range(len(self)):
+        index = torch.randint(len(self.labels), (self.batch_size,), generator=self.generator)
+        yield self.features[index], self.labels[index]
+
+
+def always_drops_the_last(self):
+    order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in range(0, len(self.labels) - self.batch_size + 1, self.batch_size):
+        index = order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
+def ignores_drop_last(self):
+    order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in range(0, len(self.labels), self.batch_size):
+        index = order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
+def from_the_global_generator(self):
+    order = torch.randperm(len(self.labels))
+    for start in range(0, len(self), self.batch_size):
+        index = order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
+def seeded_again_each_epoch(self):
+    self.generator = torch.Generator().manual_seed(0)
+    yield from DeviceBatches.__iter__(self)
+
+
+def in_order(self):
+    for start in starts(self):
+        yield self.features[start:start + self.batch_size], self.labels[start:start + self.batch_size]
+
+
+def moved_to_the_host(self):
+    for features, labels in DeviceBatches.__iter__(self):
+        yield features.cpu(), labels.cpu()
+
+
+def moved_to_the_notebooks_device(self):  # the notebook's `device`, here a GPU stand-in
+    for features, labels in DeviceBatches.__iter__(self):
+        yield features.to("meta"), labels.to("meta")
+
+
+def one_example_at_a_time(self):
+    order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in starts(self):
+        index = order[start:start + self.batch_size]
+        yield (torch.stack([self.features[i] for i in index]),
+               torch.stack([self.labels[i] for i in index]))
+
+
+def as_dicts(self):
+    for features, labels in DeviceBatches.__iter__(self):
+        yield {"features": features, "labels": labels}
+
+
+@pytest.mark.parametrize("body, says", [
+    (two_orders, "a batch's features do not belong to its labels"),
+    (with_replacement, "an epoch yielded some examples twice"),
+    (always_drops_the_last, ("an epoch yielded 8 of the 10 examples: the last, smaller batch "
+                             "was dropped")),
+    (ignores_drop_last, ("drop_last=True, the batches had the sizes [4, 4, 2]: the last, smaller "
+                         "batch was still there")),
+    (seeded_again_each_epoch, "the order repeats: the generator is seeded again at each epoch"),
+    (in_order, "the batches come in the data's order"),
+    (moved_to_the_host, ("on the meta device (a stand-in for a GPU), DeviceBatches raised "
+                         "NotImplementedError: it copies the data to the host")),
+    (one_example_at_a_time, "builds each batch one example at a time"),
+], ids=lambda value: getattr(value, "__name__", "says"))
+def test_device_batches_mistakes_each_get_their_hint(body, says):
+    message = failure(checks.check_device_batches, with_iter(body))
+    assert says in message
+    assert message.startswith("✘ ") and "How to fix it: " in message
+
+
+def test_device_batches_from_the_global_generator():
+    class GlobalSeeded(DeviceBatches):
+        def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+            super().__init__(features, labels, batch_size, seed, drop_last)
+            torch.manual_seed(seed)
+        __iter__ = from_the_global_generator
+
+    message = failure(checks.check_device_batches, GlobalSeeded)
+    assert "the order changed when other code drew from PyTorch's global generator" in message
+    assert "torch.randperm(n, generator=self.generator)" in message
+    unseeded = failure(checks.check_device_batches, with_iter(from_the_global_generator))
+    assert "the same seed gave different orders" in unseeded
+
+
+def test_device_batches_ignoring_the_seed():
+    class FixedSeed(DeviceBatches):
+        def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+            super().__init__(features, labels, batch_size, 123, drop_last)
+
+    assert "two different seeds gave the same order" in failure(checks.check_device_batches,
+                                                                FixedSeed)
+
+
+@pytest.mark.parametrize("length, says", [
+    (lambda self: len(self.labels) // self.batch_size, ("drop_last=False, len() is 2, but an "
+                                                       "epoch has 3 batches")),
+    (lambda self: len(self.labels) // self.batch_size + 1, ("drop_last=True, len() is 3, but an "
+                                                           "epoch has 2 batches")),
+])
+def test_device_batches_wrong_length(length, says):
+    def batches_without_len(self):
+        end = len(self.labels) // self.batch_size * self.batch_size if self.drop_last \
+            else len(self.labels)
+        order = torch.randperm(len(self.labels), generator=self.generator)
+        for start in range(0, end, self.batch_size):
+            index = order[start:start + self.batch_size]
+            yield self.features[index], self.labels[index]
+
+    wrong = type("WrongLength", (DeviceBatches,),
+                 {"__len__": length, "__iter__": batches_without_len})
+    message = failure(checks.check_device_batches, wrong)
+    assert says in message and "return ceil(n / batch_size)" in message
+    hidden = failure(checks.check_device_batches, wrong, hidden=True, seed=1)
+    assert "len() is" in hidden and "but an epoch has" not in hidden
+
+
+def test_device_batches_without_len():
+    class NoLength:
+        def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+            self.inner = DeviceBatches(features, labels, batch_size, seed, drop_last)
+
+        def __iter__(self):
+            return iter(self.inner)
+
+    message = failure(checks.check_device_batches, NoLength)
+    assert "len(DeviceBatches(...)) raised TypeError" in message
+    assert "define __len__(self)" in message
+    assert graded(checks.check_device_batches, (NoLength,), hidden=True, seed=1).fraction == \
+        pytest.approx(3 / 4)
+
+
+def test_device_batches_without_drop_last_argument():
+    class NoDropLast(DeviceBatches):
+        def __init__(self, features, labels, batch_size, seed=0):
+            super().__init__(features, labels, batch_size, seed)
+
+    message = failure(checks.check_device_batches, NoDropLast)
+    assert "DeviceBatches(..., drop_last=True) raised TypeError" in message
+
+
+def test_device_batches_moved_to_the_notebooks_device():
+    message = failure(checks.check_device_batches, with_iter(moved_to_the_notebooks_device))
+    assert "DeviceBatches yielded tensors on meta and meta, from data on the CPU" in message
+    assert "do not move them to another device" in message
+
+
+def test_device_batches_yielding_dicts():
+    message = failure(checks.check_device_batches, with_iter(as_dicts))
+    assert message.startswith("With n=10 examples and batch_size=4, DeviceBatches yielded dict,")
+
+
+def test_device_batches_not_implemented():
+    class Stub:
+        def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+            raise NotImplementedError()
+
+    assert "DeviceBatches is not implemented yet" in failure(checks.check_device_batches, Stub)
+
+
+@pytest.mark.parametrize("body, share", [(ignores_drop_last, 3 / 4), (in_order, 3 / 4),
+                                         (one_example_at_a_time, 3 / 4),
+                                         (always_drops_the_last, 3 / 4), (two_orders, 3 / 4)])
+def test_device_batches_partial_credit(body, share):
+    verdict = graded(checks.check_device_batches, (with_iter(body),), hidden=True, seed=1)
+    assert verdict.fraction == pytest.approx(share)
+
+
+def test_device_batches_hidden_inputs_cover_both_kinds_of_last_batch():
+    for seed in HIDDEN_SEEDS:
+        configs = checks.check_device_batches.make_inputs(seed, True)["configs"]
+        assert sorted(bool(c["n"] % c["batch_size"]) for c in configs) == [False, True]
+        assert all(c["seeds"][0] != c["seeds"][1] for c in configs)

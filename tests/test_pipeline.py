@@ -1,0 +1,224 @@
+"""course_utils.pipeline: the slow dataset, stage and epoch timings, GPU-only measurements."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from course_utils import pipeline
+
+
+def tensors(n=8):
+    return torch.arange(n, dtype=torch.float32).reshape(n, 1), torch.arange(n)
+
+
+# ------------------------------------------------------------------ SlowDataset
+
+def test_slow_dataset_returns_the_examples_after_its_delay():
+    features, labels = tensors()
+    dataset = pipeline.SlowDataset(features, labels, seconds=0.002)
+    assert len(dataset) == 8
+    started = time.perf_counter()
+    x, y = dataset[5]
+    assert time.perf_counter() - started >= 0.002  # sleep() never returns early
+    assert x.tolist() == [5.0] and y.item() == 5
+
+
+def test_slow_dataset_makes_every_kth_example_slow():
+    dataset = pipeline.SlowDataset(*tensors(), seconds=0.001, slow_every=4, slow_seconds=0.02)
+    assert [dataset.delay(i) for i in range(6)] == [0.02, 0.001, 0.001, 0.001, 0.02, 0.001]
+    assert pipeline.SlowDataset(*tensors(), seconds=0.001).delay(0) == 0.001  # slow_every=0: none
+
+
+def test_slow_dataset_loads_in_worker_processes():
+    loader = DataLoader(pipeline.SlowDataset(*tensors(), seconds=0.0), batch_size=4,
+                        num_workers=2)
+    assert sorted(torch.cat([labels for _, labels in loader]).tolist()) == list(range(8))
+
+
+@pytest.mark.slow
+def test_slow_dataset_loads_in_spawned_workers():
+    """The lesson's point: a class in a module can be imported by a spawned worker."""
+    loader = DataLoader(pipeline.SlowDataset(*tensors(), seconds=0.0), batch_size=8,
+                        num_workers=1, multiprocessing_context="spawn")
+    assert next(iter(loader))[1].tolist() == list(range(8))
+
+
+@pytest.mark.parametrize("kwargs, error, says", [
+    ({"features": [1.0, 2.0]}, TypeError, "needs two tensors, got list and Tensor"),
+    ({"labels": torch.arange(3)}, ValueError, r"same first dimension; got shapes \(8, 1\) and \(3,\)"),
+    ({"seconds": -0.1}, ValueError, "seconds must be a number of seconds between 0 and 1, got -0.1"),
+    ({"seconds": 5}, ValueError, "got 5"),
+    ({"seconds": "0.1"}, ValueError, "got '0.1'"),
+    ({"seconds": True}, ValueError, "got True"),
+    ({"slow_every": -1}, ValueError, "slow_every must be a whole number of at least 0, got -1"),
+    ({"slow_every": 2.5}, ValueError, "got 2.5"),
+    ({"slow_seconds": 2.0}, ValueError, "slow_seconds must be a number of seconds"),
+])
+def test_slow_dataset_rejects_bad_input(kwargs, error, says):
+    features, labels = tensors()
+    arguments = {"features": features, "labels": labels, **kwargs}
+    with pytest.raises(error, match=f"SlowDataset.*{says}"):
+        pipeline.SlowDataset(**arguments)
+
+
+# ------------------------------------------------------------------ time_stages
+
+def sleeping_loader(batches, seconds):
+    for index in range(batches):
+        time.sleep(seconds)
+        yield torch.full((2,), float(index))
+
+
+def test_time_stages_times_the_loader_and_the_step_apart():
+    steps = []
+
+    def step(batch):
+        steps.append(int(batch[0]))
+        time.sleep(0.012)
+
+    times = pipeline.time_stages(sleeping_loader(5, 0.002), step, "cpu")
+    assert steps == [0, 1, 2, 3, 4] and times.batches == 5 and len(times.loader_s) == 5
+    assert all(seconds >= 0.012 for seconds in times.model_s)
+    assert all(0.002 <= seconds < 0.012 for seconds in times.loader_s[1:])
+    assert times.bottleneck == "model" and times.waiting_share < 0.5
+    assert times.device == "cpu"
+
+
+def test_time_stages_names_a_slow_loader():
+    times = pipeline.time_stages(sleeping_loader(4, 0.012), lambda batch: None, "cpu")
+    assert times.bottleneck == "loader" and times.waiting_share > 0.9
+    assert "bottleneck: loader" in times.summary() and "4 batches on cpu" in times.summary()
+
+
+def test_time_stages_synchronises_after_each_step(monkeypatch):
+    events = []
+    monkeypatch.setattr(pipeline, "synchronize", lambda device: events.append(("sync", device)))
+    pipeline.time_stages([1, 2], lambda batch: events.append(("step", batch)), "meta")
+    assert events == [("sync", torch.device("meta")), ("step", 1), ("sync", torch.device("meta")),
+                      ("step", 2), ("sync", torch.device("meta"))]
+
+
+def test_time_stages_stops_after_max_batches():
+    served = []
+
+    def loader():
+        for index in range(10):
+            served.append(index)
+            yield index
+
+    times = pipeline.time_stages(loader(), lambda batch: None, "cpu", max_batches=3)
+    assert times.batches == 3 and served == [0, 1, 2]
+
+
+@pytest.mark.parametrize("loader, step, kwargs, error, says", [
+    (torch.zeros(3), print, {}, TypeError, "loader must be an iterable of batches.*got Tensor"),
+    (5, print, {}, TypeError, "got int"),
+    ([1], "step", {}, TypeError, "step must be a function of one batch, got str"),
+    ([], print, {}, ValueError, "the loader yielded no batches"),
+    ([1], print, {"max_batches": 0}, ValueError, "max_batches must be a whole number"),
+    ([1], print, {"device": "gpu"}, ValueError, "'gpu', which is not a device name"),
+])
+def test_time_stages_rejects_bad_input(loader, step, kwargs, error, says):
+    with pytest.raises(error, match=says):
+        pipeline.time_stages(loader, step, **{"device": "cpu", **kwargs})
+
+
+def test_stage_times_leave_the_first_batch_out_of_the_means():
+    times = pipeline.StageTimes(loader_s=[1.0, 0.1, 0.3], model_s=[0.5, 0.2, 0.2])
+    assert times.steady_loader_s == pytest.approx(0.2)
+    assert times.steady_model_s == pytest.approx(0.2)
+    assert times.bottleneck == "model"  # a tie is not the loader's fault
+    assert times.waiting_share == pytest.approx(1.4 / 2.3)
+    single = pipeline.StageTimes(loader_s=[0.3], model_s=[0.1])
+    assert single.steady_loader_s == 0.3 and single.bottleneck == "loader"
+    with pytest.raises(ValueError, match="no batch was timed"):
+        pipeline.StageTimes().bottleneck  # noqa: B018 - the property raises
+
+
+# ------------------------------------------------------------------ time_epochs
+
+def test_time_epochs_times_each_epoch_and_its_first_batch():
+    calls = []
+    times = pipeline.time_epochs([1, 2, 3], epochs=2, step=calls.append)
+    assert calls == [1, 2, 3, 1, 2, 3]
+    assert len(times.seconds) == len(times.first_batch_s) == 2
+    assert all(first <= whole for first, whole in zip(times.first_batch_s, times.seconds,
+                                                        strict=True))
+    assert times.summary().startswith("epochs took ")
+
+
+def test_time_epochs_of_an_empty_loader_has_no_first_batch():
+    assert torch.isnan(torch.tensor(pipeline.time_epochs([], epochs=1).first_batch_s[0]))
+
+
+@pytest.mark.parametrize("epochs", [0, -1, 1.5, True])
+def test_time_epochs_rejects_bad_epochs(epochs):
+    with pytest.raises(ValueError, match=f"epochs must be a whole number of at least 1, got "
+                                         f"{epochs!r}"):
+        pipeline.time_epochs([1], epochs=epochs)
+
+
+# ------------------------------------------------------------------ GPU-only measurements
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_copy_seconds_needs_a_cuda_device(device):
+    with pytest.raises(ValueError, match=f"copies to a CUDA device; got '{device}'"):
+        pipeline.copy_seconds(1, device, pinned=True)
+
+
+@pytest.mark.parametrize("megabytes", [0, -1, 5000, "8", True])
+def test_copy_seconds_rejects_bad_sizes(megabytes):
+    with pytest.raises(ValueError, match=f"megabytes must be a number in \\(0, 4096\\], got "
+                                         f"{megabytes!r}"):
+        pipeline.copy_seconds(megabytes, "cpu", pinned=False)
+
+
+@pytest.mark.gpu
+def test_pinned_copies_are_not_slower_than_pageable_ones():
+    pageable = pipeline.copy_seconds(64, "cuda", pinned=False)
+    pinned = pipeline.copy_seconds(64, "cuda", pinned=True)
+    assert 0 < pinned < pageable * 1.2
+
+
+def fake_profile(*ranges):
+    """A stand-in for a finished torch.profiler run: (device type, start µs, end µs) events."""
+    events = [SimpleNamespace(device_type=kind, time_range=SimpleNamespace(start=start, end=end))
+              for kind, start, end in ranges]
+    return SimpleNamespace(events=lambda: events)
+
+
+def test_device_busy_seconds_counts_overlapping_device_events_once():
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    profile = fake_profile((cuda, 0, 100), (cuda, 50, 150), (cpu, 0, 10_000), (cuda, 200, 210),
+                           (cuda, 202, 205))
+    assert pipeline.device_busy_seconds(profile) == pytest.approx(160e-6)
+    assert pipeline.device_busy_seconds(fake_profile((cpu, 0, 50))) == 0.0
+
+
+def test_device_busy_seconds_of_a_cpu_profile_is_zero():
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as run:
+        torch.ones(64, 64) @ torch.ones(64, 64)
+    assert pipeline.device_busy_seconds(run) == 0.0
+
+
+@pytest.mark.gpu
+def test_device_busy_seconds_sees_gpu_work_and_idle_time():
+    from torch.profiler import ProfilerActivity, profile
+
+    a = torch.randn(2048, 2048, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as run:
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(5):
+            a @ a
+        torch.cuda.synchronize()
+        time.sleep(0.05)  # the GPU idles
+        wall = time.perf_counter() - started
+    busy = pipeline.device_busy_seconds(run)
+    assert 0 < busy < wall - 0.04
