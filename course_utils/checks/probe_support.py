@@ -109,7 +109,7 @@ def run_learner(function, *args, **kwargs):
         return LearnerRun(error={"type": "NotSimulated", "kinds": ["NotSimulated"],
                                  "message": str(gap), "attribute": None, "line": None,
                                  "raised_in": None})
-    except Exception as error:  # the learner's code raised: report it as data
+    except Exception as error:  # noqa: BLE001 - the learner's code raised: report it as data
         return LearnerRun(error=describe_error(error))
 
 
@@ -283,7 +283,7 @@ def build_mlp(spec, device="cpu", dropout=None):
         model.to_empty(device=device)
         linears = [layer for layer in model if isinstance(layer, torch.nn.Linear)]
         with torch.no_grad():
-            for layer, weight, bias in zip(linears, ("w1", "w2"), ("b1", "b2")):
+            for layer, weight, bias in zip(linears, ("w1", "w2"), ("b1", "b2"), strict=True):
                 layer.weight.copy_(torch.tensor(spec[weight]))
                 layer.bias.copy_(torch.tensor(spec[bias]))
     return model
@@ -367,8 +367,10 @@ class SimulatedMachine:
                 "get_device_properties": lambda device=None: Properties(**gpu(device)),
                 "get_device_capability": lambda device=None: (gpu(device)["major"],
                                                               gpu(device)["minor"]),
+                # Like torch's: native bfloat16 from compute capability 8.0; by default
+                # emulated bfloat16 counts too, so a T4 (7.5) answers True.
                 "is_bf16_supported": lambda including_emulation=True: (
-                    bool(gpus) and gpu()["major"] >= 8),
+                    bool(gpus) and (gpu()["major"] >= 8 or bool(including_emulation))),
                 "is_initialized": lambda: False,
                 "init": nothing,
                 "synchronize": lambda device=None: (gpu(device), None)[1],
@@ -381,6 +383,9 @@ class SimulatedMachine:
             "torch.backends.mps": {
                 "is_available": lambda: mps,
                 "is_built": lambda: mps,
+                # A simulated Mac runs a macOS recent enough for PyTorch's MPS (14+).
+                "is_macos_or_newer": lambda major, minor=0: mps and (major, minor) <= (14, 0),
+                "is_macos13_or_newer": lambda minor=0: mps,
             },
             "torch.mps": {
                 "is_available": lambda: mps,
