@@ -232,7 +232,7 @@ def _peak_memory(device: torch.device, reset: bool) -> int | None:
             torch.accelerator.reset_peak_memory_stats(device)
             return None
         return int(torch.accelerator.max_memory_allocated(device))
-    except (RuntimeError, AttributeError, NotImplementedError):  # a backend that does not count
+    except (RuntimeError, AttributeError, TypeError, ValueError):  # a backend that cannot tell
         return None
 
 

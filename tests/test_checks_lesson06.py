@@ -444,3 +444,27 @@ def test_amp_step_leaves_torch_unpatched_and_no_warning_behind(recwarn):
     assert torch.amp.autocast_mode.autocast.__init__ is autocast_init
     assert not torch.is_autocast_enabled("cpu")
     assert len(recwarn) == 0
+
+
+# ------------------------------------------------------------------ on a real GPU
+
+@pytest.mark.gpu
+def test_amp_settings_solution_on_the_real_gpu_agrees_with_the_course_policy():
+    dtype, scaler = amp_settings(torch.device("cuda"))
+    policy = precision.amp_policy("cuda")
+    assert dtype == policy.dtype and scaler.is_enabled() is policy.use_scaler
+
+
+@pytest.mark.gpu
+def test_amp_step_solution_trains_on_the_real_gpu():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10)).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    dtype, scaler = amp_settings(torch.device("cuda"))
+    features, labels = torch.randn(256, 64, device="cuda"), torch.randint(0, 10, (256,),
+                                                                          device="cuda")
+    losses = [amp_step(model, features, labels, torch.nn.functional.cross_entropy, optimizer,
+                       scaler, dtype, max_norm=1.0) for _ in range(50)]
+    assert all(isinstance(loss, float) for loss in losses) and losses[-1] < losses[0] / 2
+    assert all(p.dtype == torch.float32 for p in model.parameters())

@@ -262,6 +262,15 @@ def test_measure_training_rejects_bad_arguments(digits):
         precision.measure_training(tiny_mlp, train, test, precision.amp_policy("cpu"), epochs=0)
 
 
+def test_peak_memory_is_none_where_the_device_cannot_tell(monkeypatch):
+    assert precision._peak_memory(torch.device("cpu"), reset=False) is None
+
+    def cannot_count(device=None):
+        raise RuntimeError("this backend does not count memory")
+    monkeypatch.setattr(torch.accelerator, "max_memory_allocated", cannot_count)
+    assert precision._peak_memory(torch.device("mps"), reset=False) is None
+
+
 def run_measurement(label, seconds, saved, accuracy):
     return precision.RunMeasurement(label, "cpu", "float32", 10, seconds, saved, None, accuracy,
                                     0.1, 0)
