@@ -3,12 +3,12 @@
     .venv/bin/python benchmarks/mixed_precision.py [--repeats 15]
 
 On this machine's device and under its policy (course_utils.precision.amp_policy: bfloat16 on
-the CPU and on GPUs with bfloat16 units, else float16 with a GradScaler) it prints, each as a
-ratio of autocast to float32:
+the CPU and on GPUs with bfloat16 units, else float16 with a GradScaler) it prints:
 
-* the speed-up (float32 time / autocast time) of one training step (precision.amp_step, Adam)
-  of lesson 06's digits MLP (64-256-256-10, batch 64) and of a wider MLP (256-512-512-256,
-  batch 256), each time the fastest of --repeats interleaved rounds;
+* the speed-up (float32 time / autocast time) of one training step (precision.amp_step, Adam
+  with lr=0, so that every step does the same work) of lesson 06's digits MLP (64-256-256-10,
+  batch 64) and of a wider MLP (256-512-512-256, batch 256), each time the fastest of --repeats
+  interleaved rounds;
 * the speed-up of a square matmul in the reduced dtype, with a side that is a multiple of 8 and
   one that is not;
 * the bytes autograd keeps for the backward pass (saved_tensors_hooks), autocast / float32, at
@@ -70,11 +70,16 @@ def fastest_interleaved(runs: dict, device: torch.device, repeats: int) -> dict:
 
 
 def step_runs(make_model, features, labels, policies: dict) -> dict:
+    """One training step per policy, on the same batch each time.
+
+    With lr=0 the weights stay put, so every step does the same work: a model that learned the
+    batch would drift into tiny (subnormal) gradients, which are slow on x86 CPUs.
+    """
     runs = {}
     for name, policy in policies.items():
         torch.manual_seed(0)
         model = make_model().to(features.device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.0)
         scaler = policy.make_scaler()
 
         def step(model=model, optimizer=optimizer, scaler=scaler, policy=policy):
