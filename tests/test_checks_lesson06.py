@@ -428,10 +428,15 @@ def test_amp_step_hidden_messages_do_not_reveal_the_expected_loss():
     assert "expected about" in failure(checks.check_amp_step, make_step(returns="scaled"))
 
 
-def test_amp_step_inputs_make_clipping_bite_and_float16_fit():
+def test_amp_step_inputs_make_clipping_bite():
+    """max_norm is half the true gradient norm, so an unclipped step is told apart."""
+    from course_utils.checks.lesson06.amp_step import _reference
+
     for seed in HIDDEN_SEEDS:
         for drawn in checks.check_amp_step.make_inputs(seed, True)["cases"]:
-            assert drawn["max_norm"] > 0
+            unclipped = _reference({key: value for key, value in drawn.items()
+                                    if key != "max_norm"})["norm"]
+            assert unclipped == pytest.approx(2 * drawn["max_norm"], rel=1e-4)
             assert len(drawn["labels"]) == len(drawn["features"]) == 16
 
 

@@ -114,8 +114,9 @@ def _name(drawn: dict) -> str:
 
 def _success(inputs: dict) -> str:
     return ("amp_step() runs the forward pass under autocast in the given dtype, the loss in "
-            "float32 and backward outside autocast, clips unscaled gradients and steps through "
-            f"the scaler, with: {'; '.join(_name(drawn) for drawn in inputs['cases'])}.")
+            "float32 and backward outside autocast, clips unscaled gradients, steps through the "
+            "scaler and matches a float32 step, with: "
+            f"{'; '.join(_name(drawn) for drawn in inputs['cases'])}.")
 
 
 AUTOCAST = ("wrap the forward pass and the loss in `with torch.autocast(features.device.type, "
