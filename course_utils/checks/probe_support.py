@@ -389,8 +389,10 @@ class SimulatedMachine:
                 "get_device_properties": lambda device=None: Properties(**gpu(device)),
                 "get_device_capability": lambda device=None: (gpu(device)["major"],
                                                               gpu(device)["minor"]),
+                # Like torch's: native bfloat16 from compute capability 8.0; by default
+                # emulated bfloat16 counts too, so a T4 (7.5) answers True.
                 "is_bf16_supported": lambda including_emulation=True: (
-                    bool(gpus) and gpu()["major"] >= 8),
+                    bool(gpus) and (gpu()["major"] >= 8 or bool(including_emulation))),
                 "is_initialized": lambda: False,
                 "init": nothing,
                 "synchronize": lambda device=None: (gpu(device), None)[1],
@@ -403,6 +405,9 @@ class SimulatedMachine:
             "torch.backends.mps": {
                 "is_available": lambda: mps,
                 "is_built": lambda: mps,
+                # A simulated Mac runs a macOS recent enough for PyTorch's MPS (14+).
+                "is_macos_or_newer": lambda major, minor=0: mps and (major, minor) <= (14, 0),
+                "is_macos13_or_newer": lambda minor=0: mps,
             },
             "torch.mps": {
                 "is_available": lambda: mps,

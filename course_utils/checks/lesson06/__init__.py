@@ -1,0 +1,1 @@
+"""Checks for lesson 06, "Mixed precision"."""

@@ -1,0 +1,119 @@
+"""amp_settings(device): bfloat16 where the hardware has it, else float16 with a GradScaler."""
+from __future__ import annotations
+
+import random
+
+from .. import machines
+from ..framework import check, expect_no_error, fail
+from ..probe_support import SimulatedMachine, run_learner, type_name
+
+T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
+VISIBLE = [(machines.CUDA, "cuda"), (T4, "cuda"), (machines.CPU, "cpu")]
+NEWER_GPUS = ["A100", "RTX 4090", "B200"]
+
+
+def make_inputs(seed: int, hidden: bool) -> dict:
+    chosen = list(VISIBLE)
+    if hidden:
+        rng = random.Random(seed)
+        gpu = rng.choice(NEWER_GPUS)
+        chosen = [(machines.machine(f"a machine with one {gpu}", [gpu]), "cuda"), (T4, "cuda"),
+                  (machines.MPS, "mps"), (machines.CPU, "cpu")]
+        rng.shuffle(chosen)
+    return {"cases": [{"machine": spec, "device": device} for spec, device in chosen]}
+
+
+def probe(amp_settings, inputs):
+    """Call amp_settings(device) on each simulated machine; report the dtype and the scaler."""
+    import warnings
+
+    import torch
+
+    results = []
+    for case in inputs["cases"]:
+        with SimulatedMachine(case["machine"]) as machine, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecations are seen in the scaler's class
+            run = run_learner(amp_settings, torch.device(case["device"]))
+        value = run.value
+        pair = isinstance(value, (tuple, list)) and len(value) == 2
+        dtype, scaler = value if pair else (None, None)
+        facts = {"type": type_name(scaler)}
+        if isinstance(scaler, torch.amp.GradScaler):
+            facts.update(module=type(scaler).__module__, enabled=bool(scaler.is_enabled()),
+                         device=str(getattr(scaler, "_device", None)))
+        results.append({"error": run.error, "returned": type_name(value), "pair": pair,
+                        "dtype": str(dtype) if isinstance(dtype, torch.dtype) else None,
+                        "dtype_type": type_name(dtype), "scaler": facts,
+                        "asked": machine.queries})
+    return results
+
+
+def _expected(case: dict) -> str:
+    gpus = case["machine"]["gpus"]
+    return "torch.float16" if gpus and gpus[0]["major"] < 8 else "torch.bfloat16"
+
+
+def _success(inputs: dict) -> str:
+    def names(dtype):
+        return "; ".join(case["machine"]["name"] for case in inputs["cases"]
+                         if _expected(case) == dtype)
+    return (f"amp_settings() picks bfloat16 with a disabled GradScaler on: "
+            f"{names('torch.bfloat16')}; float16 with an enabled GradScaler on: "
+            f"{names('torch.float16')} (simulated).")
+
+
+RULE = ("choose bfloat16 unless the device is a CUDA GPU without bfloat16 units (compute "
+        "capability below 8.0): ask torch.cuda.is_bf16_supported(including_emulation=False).")
+
+
+@check(success=_success, make_inputs=make_inputs, probe=probe)
+def check_amp_settings(inputs, observations, hidden):
+    for case, seen in zip(inputs["cases"], observations, strict=True):
+        device, expected = case["device"], _expected(case)
+        call = f"amp_settings(torch.device('{device}'))"
+        expect_no_error(seen["error"], call, where=f"On {case['machine']['name']} (simulated)")
+        where = f"On {case['machine']['name']} (simulated), {call}"
+        if not seen["pair"]:
+            fail(f"{where} returned {seen['returned']!r}, not a pair (dtype, scaler).",
+                 "end with `return dtype, scaler`.")
+        if seen["dtype"] is None:
+            fail(f"{where} returned {seen['dtype_type']!r} as the dtype.",
+                 "return the dtype object (torch.bfloat16 or torch.float16), not a string.")
+        if seen["dtype"] not in ("torch.float16", "torch.bfloat16"):
+            fail(f"{where} chose {seen['dtype']}: autocast computes in float16 or bfloat16.",
+                 RULE)
+        gpu_names = [gpu["name"] for gpu in case["machine"]["gpus"]]
+        mps_float16 = device == "mps" and seen["dtype"] == "torch.float16"  # macOS < 14: right
+        if seen["dtype"] != expected and not mps_float16:
+            if expected == "torch.bfloat16":
+                what = (f"the {gpu_names[0]} has bfloat16 units" if gpu_names else
+                        "autocast on the CPU is made for bfloat16")
+                fail(f"{where} chose float16, but {what}: bfloat16 keeps float32's range, so "
+                     "it needs no GradScaler.", RULE)
+            emulated = "torch.cuda.is_bf16_supported" in seen["asked"]
+            fail(f"{where} chose bfloat16, but a T4 (compute capability 7.5) has no bfloat16 "
+                 "units: bfloat16 would be emulated, slowly." + (
+                     " torch.cuda.is_bf16_supported() says True here because by default it "
+                     "counts emulation." if emulated else ""),
+                 "ask torch.cuda.is_bf16_supported(including_emulation=False) (or the compute "
+                 "capability) and use float16 with an enabled GradScaler on such GPUs.")
+        scaler, needed = seen["scaler"], seen["dtype"] == "torch.float16"
+        if scaler["type"] == "NoneType" or "enabled" not in scaler:
+            fail(f"{where} returned {scaler['type']!r} as the scaler.",
+                 "always return a torch.amp.GradScaler, with enabled=False where no scaling is "
+                 "needed: the training step can then call its methods unconditionally.")
+        if scaler["module"].startswith(("torch.cuda.amp", "torch.cpu.amp")):
+            fail(f"{where} built its scaler with the deprecated {scaler['module']} (it warns "
+                 "with a FutureWarning).",
+                 "use torch.amp.GradScaler(device.type, enabled=...), the device-agnostic one.")
+        if scaler["enabled"] and not needed:
+            fail(f"{where} returned an enabled GradScaler with bfloat16: pointless, because "
+                 "bfloat16's exponent range is float32's, so gradients do not underflow.",
+                 "create it with enabled=(dtype == torch.float16).")
+        if needed and not scaler["enabled"]:
+            fail(f"{where} chose float16 with a disabled GradScaler: small gradients underflow "
+                 "to zero in float16 unless the loss is scaled.",
+                 "create the scaler with enabled=True when the dtype is float16.")
+        if needed and scaler["device"] != device:
+            fail(f"{where} returned a GradScaler for {scaler['device']!r}, not {device!r}.",
+                 "pass the device's type: torch.amp.GradScaler(device.type, ...).")

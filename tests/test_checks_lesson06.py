@@ -1,0 +1,475 @@
+"""Lesson 06 checks: right answers pass, each typical mistake gets its own hint."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from course_utils import checks, precision
+from course_utils.checks import machines
+from course_utils.checks.probe_support import SimulatedMachine
+
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
+
+amp_settings = solution("06_mixed_precision", "amp_settings")
+amp_step = solution("06_mixed_precision", "amp_step")
+T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
+
+
+# ------------------------------------------------------------------ the simulated machines
+
+@pytest.mark.parametrize("spec, default, native", [
+    (machines.CUDA, True, True), (T4, True, False), (machines.CPU, False, False)])
+def test_simulated_bf16_support_answers_like_torch(spec, default, native):
+    """torch.cuda.is_bf16_supported() counts emulated bfloat16 by default: True on a T4."""
+    with SimulatedMachine(spec):
+        assert torch.cuda.is_bf16_supported() is default
+        assert torch.cuda.is_bf16_supported(including_emulation=False) is native
+
+
+def test_a_simulated_mac_runs_a_macos_with_bfloat16():
+    with SimulatedMachine(machines.MPS):
+        assert torch.backends.mps.is_macos_or_newer(14, 0)
+        assert not torch.backends.mps.is_macos_or_newer(99, 0)
+    with SimulatedMachine(machines.CPU):
+        assert not torch.backends.mps.is_macos_or_newer(14, 0)
+
+
+# ------------------------------------------------------------------ amp_settings
+
+def settings_by_capability(device):
+    """Right: the compute capability instead of is_bf16_supported."""
+    old_gpu = device.type == "cuda" and torch.cuda.get_device_capability(device) < (8, 0)
+    dtype = torch.float16 if old_gpu else torch.bfloat16
+    return dtype, torch.amp.GradScaler(device.type, enabled=old_gpu)
+
+
+def settings_with_course_utils(device):
+    """Right: the course's policy (float16 with a scaler on a Mac it cannot verify)."""
+    policy = precision.amp_policy(device)
+    return policy.dtype, policy.make_scaler()
+
+
+def settings_asks_macos(device):
+    """Right: bfloat16 on MPS only on macOS 14+, else float16 with a scaler."""
+    if device.type == "mps" and not torch.backends.mps.is_macos_or_newer(14, 0):
+        return torch.float16, torch.amp.GradScaler("mps")
+    return amp_settings(device)
+
+
+def settings_float16_everywhere(device):  # the source material's choice
+    return torch.float16, torch.amp.GradScaler(device.type)
+
+
+def settings_bfloat16_everywhere(device):
+    return torch.bfloat16, torch.amp.GradScaler(device.type, enabled=False)
+
+
+def settings_default_bf16_query(device):
+    emulated_ok = device.type == "cuda" and not torch.cuda.is_bf16_supported()
+    dtype = torch.float16 if emulated_ok else torch.bfloat16
+    return dtype, torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+
+
+def settings_scaler_always_enabled(device):
+    dtype, _ = amp_settings(device)
+    return dtype, torch.amp.GradScaler(device.type)
+
+
+def settings_scaler_on_cpu(device):
+    """Thinks the CPU needs loss scaling: a scaler with bfloat16 on the CPU."""
+    dtype, scaler = amp_settings(device)
+    return dtype, torch.amp.GradScaler("cpu") if device.type == "cpu" else scaler
+
+
+def settings_no_scaler_object(device):
+    dtype, scaler = amp_settings(device)
+    return dtype, scaler if scaler.is_enabled() else None
+
+
+def settings_deprecated_scaler(device):
+    dtype, scaler = amp_settings(device)
+    return dtype, torch.cuda.amp.GradScaler() if scaler.is_enabled() else scaler
+
+
+def settings_disabled_float16_scaler(device):
+    dtype, _ = amp_settings(device)
+    return dtype, torch.amp.GradScaler(device.type, enabled=False)
+
+
+def settings_scaler_on_the_cpu_device(device):
+    dtype, scaler = amp_settings(device)
+    return dtype, torch.amp.GradScaler("cpu", enabled=scaler.is_enabled())
+
+
+def settings_string_dtype(device):
+    dtype, scaler = amp_settings(device)
+    return str(dtype).removeprefix("torch."), scaler
+
+
+def settings_dtype_only(device):
+    return amp_settings(device)[0]
+
+
+def settings_float32(device):
+    return torch.float32, torch.amp.GradScaler(device.type, enabled=False)
+
+
+def settings_not_done(device):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize("answer", [amp_settings, settings_by_capability,
+                                    settings_with_course_utils, settings_asks_macos],
+                         ids=lambda f: f.__name__)
+def test_amp_settings_right_answers_keep_full_marks(answer, capsys):
+    passes(checks.check_amp_settings, answer)
+    printed = capsys.readouterr().out
+    assert ("bfloat16 with a disabled GradScaler on: a Linux machine with one NVIDIA H100; a "
+            "laptop with no GPU; float16 with an enabled GradScaler on: a cloud VM with one Tesla "
+            "T4 (simulated).") in printed
+    assert "a Mac with Apple silicon (MPS)" in printed  # the hidden part tests a Mac
+
+
+def test_amp_settings_visible_success_line_names_only_what_was_tested(capsys):
+    checks.check_amp_settings(amp_settings)
+    line = capsys.readouterr().out
+    assert "H100" in line and "T4" in line and "no GPU" in line and "MPS" not in line
+
+
+def test_amp_settings_float16_everywhere_is_told_about_bfloat16():
+    message = failure(checks.check_amp_settings, settings_float16_everywhere)
+    assert message.startswith("On a Linux machine with one NVIDIA H100 (simulated), "
+                              "amp_settings(torch.device('cuda')) chose float16")
+    assert "has bfloat16 units" in message and "needs no GradScaler" in message
+
+
+def test_amp_settings_bfloat16_on_a_t4():
+    message = failure(checks.check_amp_settings, settings_bfloat16_everywhere)
+    assert message.startswith("On a cloud VM with one Tesla T4 (simulated)")
+    assert "no bfloat16 units" in message
+    assert "counts emulation" not in message  # it never asked is_bf16_supported()
+
+
+def test_amp_settings_default_is_bf16_supported_is_named():
+    message = failure(checks.check_amp_settings, settings_default_bf16_query)
+    assert "torch.cuda.is_bf16_supported() says True here because by default it counts " \
+           "emulation" in message
+    assert "is_bf16_supported(including_emulation=False)" in message
+
+
+def test_amp_settings_scaler_with_bfloat16_is_pointless():
+    message = failure(checks.check_amp_settings, settings_scaler_always_enabled)
+    assert "an enabled GradScaler with bfloat16: pointless" in message
+    assert "enabled=(dtype == torch.float16)" in message
+
+
+def test_amp_settings_scaler_with_bfloat16_on_the_cpu():
+    message = failure(checks.check_amp_settings, settings_scaler_on_cpu)
+    assert message.startswith("On a laptop with no GPU (simulated)")
+    assert "pointless" in message and "float32's" in message
+
+
+def test_amp_settings_missing_scaler_object():
+    message = failure(checks.check_amp_settings, settings_no_scaler_object)
+    assert "returned 'NoneType' as the scaler" in message
+    assert "enabled=False where no scaling is needed" in message
+
+
+def test_amp_settings_deprecated_torch_cuda_amp_scaler():
+    message = failure(checks.check_amp_settings, settings_deprecated_scaler)
+    assert "deprecated torch.cuda.amp.grad_scaler" in message
+    assert "torch.amp.GradScaler(device.type" in message
+
+
+def test_amp_settings_float16_without_scaling():
+    message = failure(checks.check_amp_settings, settings_disabled_float16_scaler)
+    assert "float16 with a disabled GradScaler" in message and "underflow" in message
+
+
+def test_amp_settings_scaler_for_another_device():
+    message = failure(checks.check_amp_settings, settings_scaler_on_the_cpu_device)
+    assert "a GradScaler for 'cpu', not 'cuda'" in message
+
+
+@pytest.mark.parametrize("answer, expected", [
+    (settings_string_dtype, "return the dtype object"),
+    (settings_dtype_only, "not a pair (dtype, scaler)"),
+    (settings_float32, "autocast computes in float16 or bfloat16"),
+    (settings_not_done, "is not implemented yet"),
+])
+def test_amp_settings_other_mistakes(answer, expected):
+    assert expected in failure(checks.check_amp_settings, answer)
+
+
+def test_amp_settings_leaves_no_warning_behind(recwarn):
+    with pytest.raises(checks.CheckFailure):
+        checks.check_amp_settings(settings_deprecated_scaler)
+    assert len(recwarn) == 0
+
+
+# ------------------------------------------------------------------ amp_step
+
+def step_loss_outside_in_float32(model, features, labels, loss_fn, optimizer, scaler, dtype,
+                                 max_norm):
+    """Right: only the model under autocast, the loss on float32 logits."""
+    optimizer.zero_grad(set_to_none=False)
+    with torch.amp.autocast(device_type=features.device.type, dtype=dtype):
+        logits = model(features)
+    loss = loss_fn(logits.float(), labels)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm, foreach=True)
+    scaler.step(optimizer)
+    scaler.update()
+    return float(loss.item())
+
+
+def step_plain_path_without_scaling(model, features, labels, loss_fn, optimizer, scaler, dtype,
+                                    max_norm):
+    """Right: a branch for the disabled scaler that never touches it."""
+    model.zero_grad()
+    with torch.autocast(features.device.type, dtype=dtype):
+        loss = loss_fn(model(features), labels)
+    if not scaler.is_enabled():
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+        return loss.item()
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+def step_with_course_utils(model, features, labels, loss_fn, optimizer, scaler, dtype, max_norm):
+    policy = precision.AmpPolicy(features.device.type, dtype, scaler.is_enabled(), "test")
+    return precision.amp_step(model, features, labels, loss_fn, optimizer, scaler, policy,
+                              max_norm)
+
+
+def make_step(zero=True, autocast="right", loss="inside", backward_inside=False, scale=True,
+              unscale="before_clip", clip=True, step="scaler", update=True, returns="item",
+              own_scaler=False):
+    """The solution's step with one thing changed."""
+    def step_fn(model, features, labels, loss_fn, optimizer, scaler, dtype, max_norm):
+        if own_scaler:
+            scaler = torch.amp.GradScaler("cpu")  # a scaler with bfloat16 on the CPU
+        if zero:
+            optimizer.zero_grad()
+        contexts = {"right": lambda: torch.autocast(features.device.type, dtype=dtype),
+                    "cuda": lambda: torch.autocast("cuda", dtype=dtype),
+                    "torch.cuda.amp": lambda: torch.cuda.amp.autocast(dtype=dtype),
+                    "no dtype": lambda: torch.autocast(features.device.type),
+                    "disabled": lambda: torch.autocast(features.device.type, enabled=False),
+                    "none": contextlib.nullcontext}
+        inputs = features.to(dtype) if autocast == "cast by hand" else features
+        if autocast == "cast by hand":
+            model.to(dtype)
+        with contexts.get(autocast, contexts["none"])():
+            logits = model(inputs)
+            loss_value = loss_fn(logits, labels) if loss == "inside" else None
+            if backward_inside:
+                (scaler.scale(loss_value) if scale else loss_value).backward()
+        if loss_value is None:
+            loss_value = loss_fn(logits, labels)
+        if not backward_inside:
+            (scaler.scale(loss_value) if scale else loss_value).backward()
+        if unscale == "before_clip":
+            scaler.unscale_(optimizer)
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        if step == "scaler":
+            scaler.step(optimizer)
+        elif step == "both":
+            scaler.step(optimizer)
+            optimizer.step()
+        elif step == "optimizer":
+            optimizer.step()
+        if update:
+            scaler.update()
+        return {"item": lambda: loss_value.item(), "tensor": lambda: loss_value,
+                "scaled": lambda: scaler.scale(loss_value).item()}[returns]()
+    return step_fn
+
+
+def step_not_done(model, features, labels, loss_fn, optimizer, scaler, dtype, max_norm):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize("answer", [amp_step, step_loss_outside_in_float32,
+                                    step_plain_path_without_scaling, step_with_course_utils],
+                         ids=lambda f: f.__name__)
+def test_amp_step_right_answers_keep_full_marks(answer, capsys):
+    passes(checks.check_amp_step, answer)
+    printed = capsys.readouterr().out
+    assert "with: bfloat16 with a disabled GradScaler; float16 with an enabled GradScaler." \
+        in printed
+    assert "float16 whose scaled gradients overflow (the step must be skipped)" in printed
+
+
+WRONG_STEPS = {
+    # The issue's list.
+    "clipping before unscale": (make_step(unscale="never"),
+                                "clipped while still scaled", "unscale_(optimizer) before clip"),
+    "torch.cuda.amp used": (make_step(autocast="torch.cuda.amp"),
+                            "deprecated torch.cuda.amp.autocast", "FutureWarning"),
+    "backward inside autocast": (make_step(backward_inside=True),
+                                 "backward() ran inside the autocast block", "outside it"),
+    "a scaler with bfloat16 on the CPU that never steps": (
+        make_step(own_scaler=True, step="optimizer", unscale="never", update=False),
+        "created a GradScaler of its own", "use the `scaler` argument"),
+    # More mistakes, each with its own hint.
+    "scaler never steps": (make_step(step="optimizer"),
+                           "never called scaler.step(optimizer)", "skips a step"),
+    "scaler never updates": (make_step(update=False), "never called scaler.update()", "lowers"),
+    "stepped twice": (make_step(step="both"), "optimizer.step() ran 2 times", "call one of them"),
+    "loss not scaled": (make_step(scale=False),
+                        "raised AssertionError: Attempted unscale_ but _scale is None",
+                        "call, in this order: scaler.scale(loss).backward()"),
+    "loss not scaled, nothing unscaled": (make_step(scale=False, unscale="never", clip=False,
+                                                    step="optimizer", update=False),
+                                          "backward() ran on an unscaled loss",
+                                          "scaler.scale(loss).backward()"),
+    "not clipped": (make_step(clip=False), "the gradients were not clipped",
+                    "clip_grad_norm_(model.parameters(), max_norm)"),
+    "no autocast": (make_step(autocast="none"), "ran without autocast, in float32",
+                    "torch.autocast(features.device.type"),
+    "autocast disabled": (make_step(autocast="disabled"), "ran without autocast, in float32",
+                          "torch.autocast(features.device.type"),
+    "cast by hand": (make_step(autocast="cast by hand"), "on a batch cast to bfloat16 by hand",
+                     "leave the model and the batch in float32"),
+    "autocast for cuda on cpu data": (make_step(autocast="cuda"),
+                                      "under autocast for 'cuda', but the batch is on the CPU",
+                                      "features.device.type"),
+    "loss outside on reduced logits": (make_step(loss="outside"),
+                                       "loss was computed in torch.bfloat16", "logits.float()"),
+    "no zero_grad": (make_step(zero=False), "gradients of the previous step were still there",
+                     "zero_grad()"),
+    "returns a tensor": (make_step(returns="tensor"), "returned 'Tensor'", "loss.item()"),
+    "returns the scaled loss": (make_step(returns="scaled"), "the loss amp_step returned",
+                                "unscaled loss"),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG_STEPS))
+def test_amp_step_mistakes_get_their_own_hint(name):
+    answer, cause, fix = WRONG_STEPS[name]
+    message = failure(checks.check_amp_step, answer)
+    assert cause in message and fix in message
+
+
+def test_amp_step_autocast_without_dtype_fails_the_float16_case():
+    message = failure(checks.check_amp_step, make_step(autocast="no dtype"))
+    assert message.startswith("✘ float16 with an enabled GradScaler: With dtype=torch.float16")
+    assert "autocast computed in another dtype" in message and "dtype=dtype" in message
+    assert "✔ passed: bfloat16 with a disabled GradScaler" in message
+
+
+def test_amp_step_overflow_case_needs_scaler_step():
+    """A step that unscales, clips and calls scaler.update() but steps the optimizer itself."""
+    def step_fn(model, features, labels, loss_fn, optimizer, scaler, dtype, max_norm):
+        optimizer.zero_grad()
+        with torch.autocast(features.device.type, dtype=dtype):
+            loss = loss_fn(model(features), labels)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer) if scaler.get_scale() < 2.0**30 else optimizer.step()
+        scaler.update()
+        return loss.item()
+    checks.check_amp_step(step_fn)  # the visible cases do not overflow
+    message = failure(checks.check_amp_step, step_fn, hidden=True, seed=7)
+    assert message.startswith("✘ float16 whose scaled gradients overflow (the step must be "
+                              "skipped): With dtype=torch.float16 and an enabled GradScaler, "
+                              "amp_step never called scaler.step(optimizer)")
+    assert "✔ passed: bfloat16 with a disabled GradScaler; float16 with an enabled" in message
+
+
+def test_amp_step_stepping_twice_steps_on_overflowed_gradients():
+    message = failure(checks.check_amp_step, make_step(step="both"), hidden=True, seed=1)
+    assert "the scaled gradients overflowed, yet optimizer.step() ran on them" in message
+    assert "it skips the step when a gradient is inf" in message
+
+
+def test_amp_step_model_cast_to_float16_is_told_to_keep_float32():
+    message = failure(checks.check_amp_step, make_step(autocast="cast by hand"))
+    assert "raised ValueError: Attempting to unscale FP16 gradients" in message
+    assert "keep the model in float32 (no model.half() or model.to(dtype))" in message
+
+
+@pytest.mark.parametrize("answer, visible, hidden", [
+    (make_step(unscale="never"), 1 / 2, 2 / 3),  # harmless with bfloat16 or a skipped step
+    (make_step(step="optimizer"), 1 / 2, 1 / 3),
+    (make_step(backward_inside=True), 0, 0),
+    (make_step(zero=False), 0, 0),
+])
+def test_amp_step_partial_credit_per_setting(answer, visible, hidden):
+    assert graded(checks.check_amp_step, (answer,), hidden=False, seed=0).fraction == \
+        pytest.approx(visible)
+    for seed in HIDDEN_SEEDS:
+        assert graded(checks.check_amp_step, (answer,), hidden=True, seed=seed).fraction == \
+            pytest.approx(hidden)
+
+
+def test_amp_step_not_implemented():
+    assert "amp_step(...) is not implemented yet" in failure(checks.check_amp_step, step_not_done)
+
+
+def test_amp_step_hidden_messages_do_not_reveal_the_expected_loss():
+    for seed in HIDDEN_SEEDS:
+        message = failure(checks.check_amp_step, make_step(returns="scaled"), hidden=True,
+                          seed=seed)
+        assert "expected about" not in message
+    assert "expected about" in failure(checks.check_amp_step, make_step(returns="scaled"))
+
+
+def test_amp_step_inputs_make_clipping_bite():
+    """max_norm is half the true gradient norm, so an unclipped step is told apart."""
+    from course_utils.checks.lesson06.amp_step import _reference
+
+    for seed in HIDDEN_SEEDS:
+        for drawn in checks.check_amp_step.make_inputs(seed, True)["cases"]:
+            unclipped = _reference({key: value for key, value in drawn.items()
+                                    if key != "max_norm"})["norm"]
+            assert unclipped == pytest.approx(2 * drawn["max_norm"], rel=1e-4)
+            assert len(drawn["labels"]) == len(drawn["features"]) == 16
+
+
+def test_amp_step_leaves_torch_unpatched_and_no_warning_behind(recwarn):
+    backward, init = torch.autograd.backward, torch.amp.GradScaler.__init__
+    autocast_init = torch.amp.autocast_mode.autocast.__init__
+    with pytest.raises(checks.CheckFailure):
+        checks.check_amp_step(make_step(autocast="torch.cuda.amp"))
+    assert torch.autograd.backward is backward and torch.amp.GradScaler.__init__ is init
+    assert torch.amp.autocast_mode.autocast.__init__ is autocast_init
+    assert not torch.is_autocast_enabled("cpu")
+    assert len(recwarn) == 0
+
+
+# ------------------------------------------------------------------ on a real GPU
+
+@pytest.mark.gpu
+def test_amp_settings_solution_on_the_real_gpu_agrees_with_the_course_policy():
+    dtype, scaler = amp_settings(torch.device("cuda"))
+    policy = precision.amp_policy("cuda")
+    assert dtype == policy.dtype and scaler.is_enabled() is policy.use_scaler
+
+
+@pytest.mark.gpu
+def test_amp_step_solution_trains_on_the_real_gpu():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10)).cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    dtype, scaler = amp_settings(torch.device("cuda"))
+    features, labels = torch.randn(256, 64, device="cuda"), torch.randint(0, 10, (256,),
+                                                                          device="cuda")
+    losses = [amp_step(model, features, labels, torch.nn.functional.cross_entropy, optimizer,
+                       scaler, dtype, max_norm=1.0) for _ in range(50)]
+    assert all(isinstance(loss, float) for loss in losses) and losses[-1] < losses[0] / 2
+    assert all(p.dtype == torch.float32 for p in model.parameters())
