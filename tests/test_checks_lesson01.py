@@ -408,7 +408,7 @@ def test_on_gpu_earns_a_share_per_line_and_lists_each_wrong_line():
     assert message.startswith("✘ line a: Your prediction for line a is not right")
     assert "✘ line b:" in message and "✔ passed: line c; line d" in message
     assert graded(checks.check_on_gpu, (answer,), hidden=False, seed=0).fraction == 0.5
-    assert graded(checks.check_on_gpu, (answer,), hidden=True, seed=0).fraction == 0.75
+    assert graded(checks.check_on_gpu, (answer,), hidden=True, seed=0).fraction == 5 / 8
 
 
 def test_on_gpu_stub_is_answered_with_a_message_not_a_name_error():

@@ -79,9 +79,16 @@ class Verdict:
         return "\n".join(lines)
 
 
-def combine(verdicts: list[Verdict]) -> float:
-    """The share of a test cell's points earned over all of its check calls."""
-    cases = [result for verdict in verdicts for result in verdict.cases]
+def score_fraction(calls: list[tuple[bool, Verdict]]) -> float:
+    """The share of a test cell's points earned, from its (hidden, verdict) check calls.
+
+    The hidden calls decide when there are any: their inputs are drawn afresh at every grading
+    run and cover what the visible call tests, so hard-coding the visible answers earns
+    nothing. The visible call is the learner's preview. Within the deciding calls, each case
+    counts by its weight.
+    """
+    deciding = [verdict for hidden, verdict in calls if hidden] or [v for _, v in calls]
+    cases = [result for verdict in deciding for result in verdict.cases]
     return Verdict(tuple(cases)).fraction if cases else 0.0
 
 

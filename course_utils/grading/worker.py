@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..checks import REGISTRY
-from ..checks.framework import combine
+from ..checks.framework import score_fraction
 from .session import CellTimeout, KernelDied, KernelSession, Limits, OutputLimit, ProbeUnavailable
 from .structure import GradeItem, InvalidSubmission, grade_items, read_submission, tampering
 
@@ -35,7 +35,7 @@ def item_result(item: GradeItem, score: float, message: str) -> dict:
 
 
 def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[float, str]:
-    """Probe in the kernel, verify here; the points earned are the share of cases passed."""
+    """Probe in the kernel, verify here; the points are the share of the deciding cases passed."""
     verdicts, messages = [], []
     for index, call in enumerate(item.calls):
         check = REGISTRY.get(call.check_name)
@@ -53,14 +53,14 @@ def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[flo
         except (ValueError, TypeError):
             return 0.0, "the probe's answer was not valid data (was the kernel tampered with?)"
         verdict = check.evaluate(inputs, observations, call.hidden)
-        verdicts.append(verdict)
+        verdicts.append((call.hidden, verdict))
         if not verdict.passed:
             repeated = verdict.message in (message for _, message in messages)
             messages.append((call.hidden, "the same problem as above." if repeated
                              else verdict.message))
     feedback = "\n".join(("Hidden test failed: " if hidden else "") + message
                          for hidden, message in messages)
-    return item.points * combine(verdicts), feedback or "passed"
+    return item.points * score_fraction(verdicts), feedback or "passed"
 
 
 def _literal(text: str) -> str:

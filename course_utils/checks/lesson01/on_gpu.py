@@ -29,7 +29,7 @@ HINTS = {  # the hidden lines: a nudge that does not give the answer away
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
-    return {"lines": list(LINES[4:] if hidden else LINES[:4])}
+    return {"lines": list(LINES if hidden else LINES[:4])}  # the hidden part decides the score
 
 
 def probe(on_gpu, inputs):
@@ -61,7 +61,7 @@ def check_on_gpu(inputs, observations, hidden):
                 fail(f"on_gpu[{line!r}] is {a(answer['type'])}, not True or False.",
                      "answer each line with the bool True or False (no quotes).")
             if answer["value"] != expected[line]:
-                if hidden:
+                if line in HINTS:
                     fail(f"Your prediction for line {line} is not right.", HINTS[line])
                 fail(f"Your prediction for line {line} is not right: {WHY[line]}",
                      f"change on_gpu[{line!r}] and re-read the rule for that line.")
