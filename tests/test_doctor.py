@@ -222,7 +222,7 @@ def test_simulated_mac(monkeypatch):
     monkeypatch.setattr(doctor, "_start_method",
                         lambda: {"method": "spawn", "explicitly_set": False})
     report = doctor.collect()
-    assert report["device"]["picked"] == "mps"
+    assert report["device"]["picked"] == "mps:0"  # as MPS tensors report their device
     assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]
     advice = " ".join(report["advice"])
     assert 'if __name__ == "__main__":' in advice and "num_workers=0" in advice
