@@ -145,7 +145,7 @@ def test_torch_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
 def test_command_line_exit_status_and_stderr():
     env = dict(os.environ, COURSE_DEVICE="cuda:99")
     result = subprocess.run([sys.executable, "-m", "course_utils.doctor", "--json"],
-                            capture_output=True, text=True, env=env, timeout=120)
+                            check=False, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == doctor.EXIT_NO_DEVICE
     assert result.stderr.count("\n") == 1 and "'cuda:99'" in result.stderr
     assert json.loads(result.stdout)["ok"] is False
