@@ -1,7 +1,9 @@
 """Choosing the device to train on: the course's one place for device logic.
 
 Every notebook and helper asks :func:`get_device`; nothing else in the course
-decides between CUDA, MPS, XPU and the CPU.
+decides between CUDA, MPS, XPU and the CPU. An accelerator is always returned with its
+index (``cuda:0``, ``mps:0``), the way a tensor created on it reports its device, so that
+``x.device == get_device()`` holds for a tensor made or moved there.
 """
 from __future__ import annotations
 
@@ -50,17 +52,28 @@ def _device_count(device_type: str) -> int:
 
 
 def available_devices() -> list[str]:
-    """Every device string that would work here, e.g. ['cuda:0', 'cuda:1', 'cpu']."""
+    """Every device here, as its tensors report it: ['cuda:0', 'cuda:1', 'cpu'], ['mps:0', 'cpu']."""
     names: list[str] = []
     accelerator = _accelerator_type()
     if accelerator is not None:
-        count = _device_count(accelerator)
-        if accelerator == "mps":
-            names.append("mps")
-        else:
-            names.extend(f"{accelerator}:{index}" for index in range(count))
+        names.extend(f"{accelerator}:{index}" for index in range(_device_count(accelerator)))
     names.append("cpu")
     return names
+
+
+def _with_index(device: torch.device) -> torch.device:
+    """``device`` as its tensors report it: 'cuda' -> 'cuda:<current>', 'mps' -> 'mps:0'.
+
+    The CPU and 'meta' have no index (their tensors report 'cpu' and 'meta').
+    """
+    if device.index is not None or device.type in ("cpu", "meta"):
+        return device
+    if device.type == "mps":
+        return torch.device("mps", 0)  # there is one MPS device; its tensors report mps:0
+    if device.type == _accelerator_type():
+        return torch.device(device.type, torch.accelerator.current_device_index())
+    current = getattr(getattr(torch, device.type, None), "current_device", None)
+    return torch.device(device.type, int(current())) if callable(current) else device
 
 
 def _validate(requested: str | torch.device, source: str) -> torch.device:
@@ -85,7 +98,7 @@ def _validate(requested: str | torch.device, source: str) -> torch.device:
             f"{_device_count(device.type)} {device.type} device(s) exist. "
             f"Available here: {', '.join(available_devices())}."
         )
-    return device
+    return _with_index(device)
 
 
 def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
@@ -99,9 +112,7 @@ def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
         return DeviceChoice(device, f"prefer={str(prefer)!r} was requested")
     accelerator = _accelerator_type()
     if accelerator is not None:
-        device = torch.device(accelerator, torch.accelerator.current_device_index())
-        if accelerator == "mps":
-            device = torch.device("mps")
+        device = _with_index(torch.device(accelerator))
         return DeviceChoice(device, f"torch.accelerator found a {accelerator} device")
     return DeviceChoice(torch.device("cpu"), "no accelerator is available, so the CPU is used")
 
@@ -112,7 +123,9 @@ def get_device(prefer: str | torch.device | None = None) -> torch.device:
     Order: the ``COURSE_DEVICE`` environment variable, then ``prefer``, then the
     accelerator that ``torch.accelerator`` reports (CUDA, MPS, XPU, ...), then the CPU.
     A requested device that does not exist or is unavailable raises ``ValueError``
-    naming it and listing what is available.
+    naming it and listing what is available. An accelerator comes with its index
+    (``"cuda"`` -> ``cuda:0`` on the current GPU, ``"mps"`` -> ``mps:0``): a tensor on it
+    reports the same device, so ``x.device == get_device()`` compares as expected.
     """
     return explain_device(prefer).device
 

@@ -8,7 +8,8 @@ focus on what they change:
   for evaluation;
 * ``optimizer.zero_grad(set_to_none=True)`` before every backward pass;
 * losses are logged with ``loss.item()`` (a Python float), never by adding up loss
-  tensors, which would keep every batch's autograd graph alive.
+  tensors: after ``backward()`` each kept loss still holds its graph's nodes in host memory,
+  and where no backward runs (evaluation with autograd on) its saved activations too.
 """
 from __future__ import annotations
 
@@ -212,7 +213,7 @@ def fit(model: torch.nn.Module, train_loader: Iterable, loss_fn: Callable, optim
             loss.backward()
             optimizer.step()
             n = targets.shape[0]
-            total += loss.item() * n  # a float: the graph of this batch can be freed
+            total += loss.item() * n  # a float: nothing of this batch's graph is kept
             seen += n
         if seen == 0:
             raise ValueError("train_loader yielded no batches: check its length and batch_size.")

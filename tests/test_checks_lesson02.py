@@ -161,6 +161,17 @@ def test_train_one_epoch_mistakes(answer, expected, hidden, seed):
     assert "How to fix it:" in message
 
 
+def test_kept_loss_messages_say_what_backward_frees_and_what_stays():
+    """Lesson 02's correction: backward frees the saved activations; kept losses hold nodes."""
+    summed = failure(checks.check_train_one_epoch, _epoch(keep="tensor"))
+    assert "keeps every batch's graph nodes alive in host memory" in summed
+    listed = failure(checks.check_train_one_epoch, _epoch(keep="list"))
+    assert "backward() frees the saved activations" in listed
+    assert "each kept loss holds its graph's nodes, so host memory grows" in listed
+    for message in (summed, listed):
+        assert "GPU memory" not in message and "activations alive" not in message
+
+
 def test_train_one_epoch_wrong_value_reveals_only_visible_expectation():
     def off_by_a_bit(model, loader, loss_fn, optimizer, device):
         return train_one_epoch(model, loader, loss_fn, optimizer, device) * 1.01
@@ -234,6 +245,12 @@ def test_evaluate_mistakes(answer, expected, hidden, seed):
     message = failure(checks.check_evaluate_accuracy, answer, hidden=hidden, seed=seed)
     assert expected in message
     assert "How to fix it:" in message
+
+
+def test_evaluate_with_autograd_message_says_the_activations_are_saved_for_nothing():
+    message = failure(checks.check_evaluate_accuracy, _evaluate(no_grad=False))
+    assert "saved its activations for a backward pass that never comes" in message
+    assert "keeps them alive as long as an output or a loss is kept" in message
 
 
 def test_evaluate_hidden_inputs_have_a_short_last_batch():

@@ -147,19 +147,42 @@ def test_cuda_is_picked_with_its_index(monkeypatch):
 def test_second_gpu_is_valid_with_two_devices(monkeypatch):
     simulate_cuda(monkeypatch, count=2)
     assert get_device(prefer="cuda:1") == torch.device("cuda", 1)
-    assert get_device(prefer="cuda") == torch.device("cuda")
     with pytest.raises(ValueError, match="only 2 cuda"):
         get_device(prefer="cuda:2")
 
 
-def test_mps_is_picked_without_an_index(monkeypatch):
+@pytest.mark.parametrize("how", ["prefer", "COURSE_DEVICE"])
+def test_a_request_without_index_gets_the_current_one(monkeypatch, how):
+    """'cuda' means the current GPU; get_device() says which, as a tensor there would."""
+    simulate_cuda(monkeypatch, count=2, current=1)
+    if how == "prefer":
+        device = get_device(prefer="cuda")
+    else:
+        monkeypatch.setenv("COURSE_DEVICE", "cuda")
+        device = get_device()
+    assert device == torch.device("cuda", 1) and str(device) == "cuda:1"
+
+
+def test_mps_is_picked_with_the_index_its_tensors_report(monkeypatch):
+    """MPS tensors report mps:0, so get_device() returns mps:0: x.device == device holds."""
     simulate_mps(monkeypatch)
     device = get_device()
-    assert device == torch.device("mps") and device.index is None
-    assert available_devices() == ["mps", "cpu"]
-    assert get_device(prefer="mps") == torch.device("mps")
+    assert str(device) == "mps:0" and device == torch.device("mps", 0)
+    assert device != torch.device("mps")  # the trap: an index-less device never equals it
+    assert available_devices() == ["mps:0", "cpu"]
+    assert get_device(prefer="mps") == torch.device("mps", 0)
+    assert get_device(prefer="mps:0") == torch.device("mps", 0)
+    with pytest.raises(ValueError, match="only 1 mps"):
+        get_device(prefer="mps:1")
     with pytest.raises(ValueError, match="no cuda device"):
         get_device(prefer="cuda")
+
+
+@pytest.mark.parametrize("request_", ["cpu", "meta", torch.device("cpu")])
+def test_a_tensor_created_on_the_device_reports_the_same_device(cpu_only, request_):
+    device = get_device(prefer=request_)
+    assert torch.zeros(2, device=device).device == device
+    assert torch.zeros(2).to(device).device == device
 
 
 # ------------------------------------------------------------------ synchronize
@@ -183,7 +206,7 @@ def test_synchronize_waits_for_an_accelerator(monkeypatch, sync_calls):
 def test_synchronize_on_mps(monkeypatch, sync_calls):
     simulate_mps(monkeypatch)
     synchronize()
-    assert sync_calls == [torch.device("mps")]
+    assert sync_calls == [torch.device("mps", 0)]
 
 
 # ------------------------------------------------------------------ a real GPU
@@ -195,7 +218,7 @@ def test_real_gpu():
     assert device.type == "cuda"
     assert f"cuda:{device.index}" in available_devices()
     x = torch.randn(512, 512).to(device)
-    assert x.device.type == "cuda" and x.is_cuda
+    assert x.device == device and x.is_cuda  # get_device() carries the index tensors report
     y = x @ x
     synchronize(device)  # returns once the matmul has finished
     assert y.device == x.device

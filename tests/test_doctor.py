@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -142,7 +143,7 @@ def test_torch_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
 def test_command_line_exit_status_and_stderr():
     env = dict(os.environ, COURSE_DEVICE="cuda:99")
     result = subprocess.run([sys.executable, "-m", "course_utils.doctor", "--json"],
-                            capture_output=True, text=True, env=env, timeout=120)
+                            check=False, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == doctor.EXIT_NO_DEVICE
     assert result.stderr.count("\n") == 1 and "'cuda:99'" in result.stderr
     assert json.loads(result.stdout)["ok"] is False
@@ -200,12 +201,102 @@ def test_cuda_already_initialised_is_reported(monkeypatch):
     assert any("Cannot re-initialize CUDA" in item for item in report["advice"])
 
 
-def test_cuda_build_without_gpu_says_why(monkeypatch):
+# ------------------------------------------------------------------ why no accelerator
+
+def simulate_driver(monkeypatch, smi_output=None, *, returncode=0, raises=None):
+    """nvidia-smi as a machine would have it: absent (None), failing, or printing a version."""
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append(command)
+        if raises is not None:
+            raise raises
+        return subprocess.CompletedProcess(command, returncode, smi_output, "")
+
+    monkeypatch.setattr(shutil, "which", lambda name: None if smi_output is None and
+                        raises is None else f"/usr/bin/{name}")
+    monkeypatch.setattr(subprocess, "run", run)
+    return calls
+
+
+def cpu_only_build(monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(sys, "platform", "linux")
+
+
+def cuda_build(monkeypatch, version):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     simulate_gpus(monkeypatch, [])
+    monkeypatch.setattr(torch.version, "cuda", version)
+
+
+def test_cpu_only_build_is_named_as_the_cause(monkeypatch):
+    cpu_only_build(monkeypatch)
+    calls = simulate_driver(monkeypatch, None)
+    reason = doctor._why_no_accelerator(torch)
+    assert "CPU-only" in reason and "torch.version.cuda is None" in reason
+    assert "On Windows the default `pip install torch` is CPU-only" in reason
+    assert "NVIDIA driver here" not in reason and calls == []
+
+
+def test_cpu_only_build_on_a_machine_with_a_driver_says_so(monkeypatch):
+    cpu_only_build(monkeypatch)
+    simulate_driver(monkeypatch, "580.82.07\n")
+    reason = doctor._why_no_accelerator(torch)
+    assert "CPU-only" in reason and "There is an NVIDIA driver here" in reason
+
+
+def test_cuda_build_without_a_driver(monkeypatch):
+    cuda_build(monkeypatch, "13.0")
+    simulate_driver(monkeypatch, None)
     report = doctor.collect()
     assert report["accelerators"] == []
-    assert "sees no GPU" in report["no_accelerator_reason"]
+    reason = report["no_accelerator_reason"]
+    assert "built with CUDA 13.0" in reason and "no NVIDIA driver here" in reason
+    assert "CPU-only" not in reason
+
+
+@pytest.mark.parametrize(("cuda", "driver", "needed"), [
+    ("13.0", "570.133.20", 580),  # a CUDA 12.8 driver: too old for the PyPI default wheel
+    ("12.6", "470.256.02", 525),
+])
+def test_cuda_build_with_a_driver_too_old(monkeypatch, cuda, driver, needed):
+    cuda_build(monkeypatch, cuda)
+    calls = simulate_driver(monkeypatch, f"{driver}\n{driver}\n")  # one line per GPU
+    reason = doctor._why_no_accelerator(torch)
+    assert f"driver {driver} is too old" in reason
+    assert f"CUDA {cuda.split('.')[0]}.x builds need driver {needed} or newer" in reason
+    assert calls[0][1:] == ["--query-gpu=driver_version", "--format=csv,noheader"]
+
+
+@pytest.mark.parametrize(("cuda", "driver"), [("13.0", "580.65.06"), ("12.6", "570.133.20")])
+def test_cuda_build_with_a_recent_driver_but_no_gpu(monkeypatch, cuda, driver):
+    """CUDA minor version compatibility: a 12.x build runs on any 525+ driver."""
+    cuda_build(monkeypatch, cuda)
+    simulate_driver(monkeypatch, f"{driver}\n")
+    reason = doctor._why_no_accelerator(torch)
+    assert f"built with CUDA {cuda} and the NVIDIA driver {driver} is installed" in reason
+    assert "too old" not in reason
+
+
+@pytest.mark.parametrize("failure", [
+    {"smi_output": "No devices were found\n", "returncode": 6},
+    {"raises": subprocess.TimeoutExpired("nvidia-smi", 30)},
+    {"raises": PermissionError("permission denied")},
+])
+def test_cuda_build_with_a_failing_driver(monkeypatch, failure):
+    cuda_build(monkeypatch, "13.0")
+    simulate_driver(monkeypatch, **failure)
+    reason = doctor._why_no_accelerator(torch)
+    assert "nvidia-smi is installed but fails" in reason and "not working" in reason
+    if "smi_output" in failure:
+        assert "(No devices were found)" in reason
+
+
+def test_hidden_gpus_are_named(monkeypatch):
+    cuda_build(monkeypatch, "13.0")
+    simulate_driver(monkeypatch, "580.65.06\n")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert "CUDA_VISIBLE_DEVICES" in doctor.collect()["no_accelerator_reason"]
 
@@ -219,7 +310,7 @@ def test_simulated_mac(monkeypatch):
     monkeypatch.setattr(doctor, "_start_method",
                         lambda: {"method": "spawn", "explicitly_set": False})
     report = doctor.collect()
-    assert report["device"]["picked"] == "mps"
+    assert report["device"]["picked"] == "mps:0"  # as MPS tensors report their device
     assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]
     advice = " ".join(report["advice"])
     assert 'if __name__ == "__main__":' in advice and "num_workers=0" in advice

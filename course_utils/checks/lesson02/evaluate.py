@@ -6,9 +6,15 @@ import random
 
 from .. import references
 from ..framework import check, expect_close, expect_no_error, fail
-from . import expect_batches_moved
 from ..probe_support import (  # noqa: F401 (names the probe uses)
-    ForwardRecorder, StopProbe, TrackedBatches, build_mlp, describe, run_learner)
+    ForwardRecorder,
+    StopProbe,
+    TrackedBatches,
+    build_mlp,
+    describe,
+    run_learner,
+)
+from . import expect_batches_moved
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -74,8 +80,8 @@ def check_evaluate_accuracy(inputs, observations, hidden):
              "call `model.eval()` at the start of evaluate().")
     if any(grad for _, grad in cpu["modes"]):
         fail("Gradients were enabled during evaluation: autograd recorded a graph for every "
-             "batch and kept its activations for a backward pass that never comes, which costs "
-             "memory and time.",
+             "batch and saved its activations for a backward pass that never comes, which costs "
+             "time and memory, and keeps them alive as long as an output or a loss is kept.",
              "run the loop inside `with torch.inference_mode():` (or `torch.no_grad()`).")
     truth = references.accuracy(inputs["model"], inputs["X"], inputs["y"], inputs["batch_size"])
     value = cpu["value"]
