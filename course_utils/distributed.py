@@ -197,14 +197,17 @@ class Launch:
     folder: str  # the config, the reports and the checkpoint
     started: list = field(default_factory=list)  # the ranks that got as far as the script
     progress: list = field(default_factory=list)  # {"rank", "events"} of ranks with no report
+    stalled: bool = False  # ended because the ranks waited for each other (launch's stall)
 
     @property
     def succeeded(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not (self.timed_out or self.stalled)
 
     @property
     def shell_command(self) -> str:
-        return " ".join(self.command)
+        """The command as one would type it: ``torchrun --standalone ...``."""
+        launcher = 1 if Path(self.command[0]).name == "torchrun" else 3
+        return " ".join(["torchrun", *self.command[launcher:]])
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -289,13 +292,16 @@ def torchrun_command(script: str | Path, nproc: int) -> list[str]:
 
 
 def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = None,
-           timeout: float = 60.0, hide_gpus: bool = False) -> Launch:
+           timeout: float = 60.0, stall: float | None = None,
+           hide_gpus: bool = False) -> Launch:
     """Run ``script`` on ``nproc`` processes with torchrun and return what each rank did.
 
     The script gets ``config`` (default ``RunConfig.example()``) through
     ``RunConfig.from_environment()``, its checkpoint path moved into a fresh folder. After
-    ``timeout`` seconds every process of the run is killed and ``timed_out`` is set.
-    ``hide_gpus`` sets ``CUDA_VISIBLE_DEVICES=""`` for the ranks: they see no GPU.
+    ``timeout`` seconds every process of the run is killed and ``timed_out`` is set. With
+    ``stall``, the run is also ended (``stalled``) once every rank still running has wrapped
+    its model in DDP and none has noted anything for ``stall`` seconds: they are waiting for
+    each other. ``hide_gpus`` sets ``CUDA_VISIBLE_DEVICES=""`` for the ranks.
     """
     path = Path(script)
     if not path.is_file():
@@ -303,6 +309,7 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
                          "(e.g. with %%writefile) and pass its path.")
     _positive_int(nproc, "nproc", "launch")
     timeout = _positive_number(timeout, "timeout", "launch")
+    stall = None if stall is None else _positive_number(stall, "stall", "launch")
     folder = Path(tempfile.mkdtemp(prefix="course-ddp-"))
     config = config or RunConfig.example()
     config = replace(config, checkpoint=str(folder / Path(config.checkpoint).name))
@@ -317,13 +324,15 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, errors="replace",
                                start_new_session=True)  # its own group: killed as one
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)
+    reader.start()  # a full pipe would block torchrun: keep draining it
+    ending = _wait(process, folder, nproc, started + timeout, stall)
+    if ending:
         _kill_run(process, folder)
-        output, _ = process.communicate()
-        timed_out = True
+    process.wait()
+    reader.join(timeout=10)
+    process.stdout.close()
     seconds = time.monotonic() - started
     reports = [RankReport.from_dict(json.loads(file.read_text()))
                for file in sorted(folder.glob("rank*.json"), key=_rank_of)]
@@ -331,8 +340,38 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     begun = sorted(_rank_of(file) for file in folder.glob("rank*.pid"))
     progress = [{"rank": rank, "events": _journal(folder / f"rank{rank}.events")}
                 for rank in begun if rank not in reported]
-    return Launch(command, process.returncode, timed_out, seconds, output[-OUTPUT_TAIL:],
-                  reports, str(folder), begun, progress)
+    return Launch(command, process.returncode, ending == "timed out", seconds,
+                  "".join(output)[-OUTPUT_TAIL:], reports, str(folder), begun, progress,
+                  stalled=ending == "stalled")
+
+
+def _wait(process: subprocess.Popen, folder: Path, nproc: int, deadline: float,
+          stall: float | None) -> str | None:
+    """Wait for torchrun to end: None when it did, else 'timed out' or 'stalled'."""
+    while process.poll() is None:
+        if time.monotonic() > deadline:
+            return "timed out"
+        if stall is not None and _stalled(folder, nproc, stall):
+            return "stalled"
+        time.sleep(0.2)
+    return None
+
+
+def _stalled(folder: Path, nproc: int, seconds: float) -> bool:
+    """Every unfinished rank is past its DDP wrap and quiet for ``seconds``: a deadlock.
+
+    Before the wrap a rank may be busy importing for many seconds without a note; after it,
+    training notes a batch every few milliseconds, so a long silence means waiting.
+    """
+    running = [rank for rank in range(nproc) if not (folder / f"rank{rank}.json").exists()]
+    journals = [folder / f"rank{rank}.events" for rank in running]
+    if not running or not all(journal.exists() for journal in journals):
+        return False
+    events = [_journal(journal) for journal in journals]
+    if not all(any(e["event"] == "ddp" for e in rank_events) and rank_events[-1]["event"] !=
+               "destroy" for rank_events in events):
+        return False
+    return time.time() - max(journal.stat().st_mtime for journal in journals) > seconds
 
 
 def _rank_of(file: Path) -> int:
@@ -433,7 +472,11 @@ class _RankRecorder:
         def ddp_forward(module, *args, **kwargs):
             self.ddp_forwards += 1
 
+        original_ddp_init = DistributedDataParallel.__init__
+
         def ddp_init(module, inner, device_ids=None, *args, **kwargs):
+            original_ddp_init(module, inner, device_ids, *args, **kwargs)
+            # Noted once built: building imports torch._dynamo, seconds without a note.
             _note("ddp", wraps_course_model=inner is self.model, device_ids=_indices(device_ids))
 
         def init(backend=None, *args, **kwargs):
@@ -448,7 +491,7 @@ class _RankRecorder:
             before(DistributedSampler, "set_epoch", lambda sampler, epoch: _note(
                 "set_epoch", epoch=int(epoch))),
             before(torch, "save", lambda obj, *a, **k: _note("save", **_saved(obj))),
-            before(DistributedDataParallel, "__init__", ddp_init),
+            (DistributedDataParallel, "__init__", ddp_init),
             before(DistributedDataParallel, "forward", ddp_forward),
             (sys, "stdout", _Tee(sys.stdout, self.printed)),
         ]):

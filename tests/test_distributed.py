@@ -198,6 +198,13 @@ def test_command_is_torchrun_standalone(tmp_path):
     assert command[-3:] == ["-m", "course_utils.distributed", str(tmp_path / "s.py")]
 
 
+def test_shell_command_reads_as_typed():
+    """Checks a run's command is shown as `torchrun ...`, whichever way it was started."""
+    for launcher in (["/venv/bin/torchrun"], ["/venv/bin/python", "-m", "torch.distributed.run"]):
+        run = Launch([*launcher, "--standalone", "s.py"], 0, False, 1.0, "", [], "/tmp")
+        assert run.shell_command == "torchrun --standalone s.py"
+
+
 @pytest.mark.slow
 def test_two_launches_at_once_get_their_own_ports(two_runs):
     """Checks two simultaneous runs both succeed, each on its own rendezvous port."""
