@@ -209,6 +209,10 @@ class Launch:
         launcher = 1 if Path(self.command[0]).name == "torchrun" else 3
         return " ".join(["torchrun", *self.command[launcher:]])
 
+    def where_ranks_stopped(self) -> str:
+        """Each unfinished rank's last noted step: 'rank 0 entered dist.barrier(); rank 1 ...'."""
+        return "; ".join(f"rank {p['rank']} {_step_text(p['events'])}" for p in self.progress)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -372,6 +376,15 @@ def _stalled(folder: Path, nproc: int, seconds: float) -> bool:
                "destroy" for rank_events in events):
         return False
     return time.time() - max(journal.stat().st_mtime for journal in journals) > seconds
+
+
+def _step_text(events: list[dict]) -> str:
+    if not events:
+        return "had not reached init_process_group"
+    return {"batch": "last drew a batch (its backward then waits in DDP's all-reduce)",
+            "barrier": "last entered dist.barrier()", "init": "last entered init_process_group",
+            "ddp": "last wrapped the model in DDP"}.get(events[-1]["event"],
+                                                        f"last called {events[-1]['event']}")
 
 
 def _rank_of(file: Path) -> int:

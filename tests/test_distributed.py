@@ -205,6 +205,17 @@ def test_shell_command_reads_as_typed():
         assert run.shell_command == "torchrun --standalone s.py"
 
 
+def test_where_ranks_stopped_names_each_ranks_last_step():
+    """Checks a stopped run says where each unfinished rank was."""
+    progress = [{"rank": 0, "events": [{"event": "init", "backend": "gloo"},
+                                       {"event": "barrier"}]},
+                {"rank": 1, "events": []}]
+    run = Launch(["torchrun"], -9, False, 9.0, "", [], "/tmp", [0, 1], progress, stalled=True)
+    assert run.where_ranks_stopped() == ("rank 0 last entered dist.barrier(); "
+                                         "rank 1 had not reached init_process_group")
+    assert not run.succeeded
+
+
 @pytest.mark.slow
 def test_two_launches_at_once_get_their_own_ports(two_runs):
     """Checks two simultaneous runs both succeed, each on its own rendezvous port."""

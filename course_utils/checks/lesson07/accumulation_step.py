@@ -22,15 +22,14 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 
 def probe(accumulation_step, inputs):
     """Call accumulation_step() twice on a one-process DDP model; log losses, syncs and steps."""
+    import gc
+
     import torch
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel
 
-    created = not dist.is_initialized()
-    if created:  # a world of one process: DDP all-reduces for real, with nobody to wait for
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
+    def observe():
         model = build_mlp(inputs["spec"])
         ddp_model, log, calls = DistributedDataParallel(model), [], []
 
@@ -54,7 +53,16 @@ def probe(accumulation_step, inputs):
             if run.error:
                 break
         return calls
+
+    created = not dist.is_initialized()
+    if created:  # a world of one process: DDP all-reduces for real, with nobody to wait for
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return observe()
     finally:
+        # Free the DDP model while its process group lives: freeing it after
+        # destroy_process_group() can deadlock in the reducer's destructor.
+        gc.collect()
         if created:
             dist.destroy_process_group()
 

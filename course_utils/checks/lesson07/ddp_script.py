@@ -38,7 +38,9 @@ def probe(script, inputs):
     from course_utils.distributed import RunConfig, launch, remove, simulate_rank
 
     if not isinstance(script, (str, os.PathLike)) or not os.path.isfile(script):
-        return {"script": describe(script), "simulated": None, "launch": None}
+        shown = repr(str(script))[:200] if isinstance(script, (str, os.PathLike)) else \
+            f"{describe(script)['type']}"
+        return {"script": shown, "simulated": None, "launch": None}
     config = RunConfig(**inputs["config"])
     simulated = simulate_rank(script, inputs["machine"], config=config, **inputs["node"])
     error = simulated.error
@@ -73,7 +75,7 @@ def _rank_errors(run, stall_s: float) -> None:
                         hints={"ValueError": lambda e: "on the CPU give DDP no device_ids: "
                                "`DDP(model)`; device_ids=[local_rank] is for a model on a GPU."
                                if "parallel/distributed" in (e["raised_in"] or "") else None})
-    waiting = "; ".join(f"rank {p['rank']} last {_last(p['events'])}" for p in run.progress)
+    waiting = run.where_ranks_stopped()
     if run.stalled:
         fail(f"Your script stopped: for {stall_s:.0f} s no rank did anything, so the ranks are "
              f"waiting for each other ({waiting}).", "every rank must make the same collective "
@@ -88,40 +90,23 @@ def _rank_errors(run, stall_s: float) -> None:
              "report(s).", f"run the launch cell and read the output:\n{run.output[-800:]}")
 
 
-def _last(events: list) -> str:
-    if not events:
-        return "had not reached init_process_group"
-    return {"batch": "drew a batch (its backward then waits in DDP's all-reduce)",
-            "barrier": "entered dist.barrier()", "init": "entered init_process_group",
-            "ddp": "wrapped the model in DDP"}.get(events[-1]["event"],
-                                                   f"called {events[-1]['event']}")
-
-
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_ddp_script(inputs, observations, hidden):
-    from ...distributed import (
-        Launch,
-        RunConfig,
-        SimulatedRank,
-        epoch_coverage,
-        global_steps,
-        max_difference,
-        reference_parameters,
-    )
+    from ... import distributed as ddp
 
     if observations["simulated"] is None:
-        fail(f"`script` is {observations['script']['type']}, not the path of a script file.",
+        fail(f"`script` is {observations['script']}, not the path of a script file.",
              "run the %%writefile cell of the exercise, then run this check again.")
-    simulated = SimulatedRank(**observations["simulated"])
+    simulated = ddp.SimulatedRank(**observations["simulated"])
     node = inputs["node"]
     gpu_node = (f"As rank {node['rank']} (LOCAL_RANK {node['local_rank']}) of a simulated node "
                 "with two GPUs")
     if observations["launch"] is None:
         expect_no_error(simulated.error, "your script", where=gpu_node)
-    run = Launch.from_dict(observations["launch"])
+    run = ddp.Launch.from_dict(observations["launch"])
     _rank_errors(run, inputs["stall_s"])
-    ranks, config = run.ranks, RunConfig(**inputs["config"])
-    samples, coverage = len(config.labels), epoch_coverage(run.ranks)
+    ranks, config = run.ranks, ddp.RunConfig(**inputs["config"])
+    samples, coverage = len(config.labels), ddp.epoch_coverage(run.ranks)
     with case("each epoch, every sample exactly once over the 2 ranks (DistributedSampler)"):
         if len(coverage) != config.epochs:
             fail(f"The ranks went through the data {len(coverage)} times, not "
@@ -149,16 +134,16 @@ def check_ddp_script(inputs, observations, hidden):
     with case("the same weights as one process on the full batches", 2):
         if any(report.parameters is None for report in ranks):
             fail("A rank never built the model.", "build it with `config.build_model()`.")
-        if max_difference(ranks[0].parameters, ranks[1].parameters) > 1e-5:
+        if ddp.max_difference(ranks[0].parameters, ranks[1].parameters) > 1e-5:
             wrapped = [event for r in ranks for event in r.named("ddp")]
             fail("The two ranks ended with different weights: " + (
                 "the loop calls the plain model, and DDP averages the gradients only of "
                 "forward passes through the wrapper." if wrapped else
                 "the model was never wrapped in DDP, so nothing averaged their gradients."),
                 "train `ddp_model = DDP(model)`: call `ddp_model(features)` in the loop.")
-        steps = global_steps(ranks)
-        if not steps or max_difference(ranks[0].parameters,
-                                       reference_parameters(config, steps)) > 1e-4:
+        steps = ddp.global_steps(ranks)
+        if not steps or ddp.max_difference(ranks[0].parameters,
+                                           ddp.reference_parameters(config, steps)) > 1e-4:
             fail("The weights differ from one process trained on the same batches.",
                  "keep the given loop: SGD with config.lr, one step per batch.")
     with case("only rank 0 prints"):
