@@ -5,7 +5,8 @@
 On the CPU (always): one process against two gloo ranks on the same global batch, each rank
 on half of it. With two or more GPUs, also one GPU against all of them with nccl. Each rank
 times its own steps after a warm-up (GPU work synchronised, ranks lined up by a barrier), so
-the processes' start-up is not counted. Prints the step times, the speed-up and the scaling
+the processes' start-up is not counted; each reports the median of five timed windows. Prints
+the step times (of the slowest rank), the speed-up and the scaling
 efficiency (speed-up / processes), and names the machine. A benchmark, not a test: run it on
 an otherwise idle machine.
 """
@@ -53,15 +54,18 @@ RANK_SCRIPT = textwrap.dedent('''
 
     for _ in range(5):  # warm-up: buckets rebuilt, kernels chosen, caches filled
         step()
-    if gpu:
-        torch.cuda.synchronize()
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if gpu:
-        torch.cuda.synchronize()
-    seconds = (time.perf_counter() - start) / steps
+    windows = []
+    for _ in range(5):  # five timed windows; the median resists a noisy neighbour
+        if gpu:
+            torch.cuda.synchronize()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if gpu:
+            torch.cuda.synchronize()
+        windows.append((time.perf_counter() - start) / steps)
+    seconds = sorted(windows)[2]
     times = [None] * world
     dist.all_gather_object(times, seconds)
     if dist.get_rank() == 0:
@@ -80,9 +84,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def step_time(script: Path, nproc: int, gpus: bool) -> dict:
+def step_time(script: Path, nproc: int, gpus: bool, threads: int | None = None) -> dict:
     """Seconds per step of the slowest rank, from one torchrun run."""
-    run = launch(script, nproc, timeout=600, hide_gpus=not gpus)
+    saved = os.environ.pop("OMP_NUM_THREADS", None)
+    if threads is not None:  # torchrun sets 1 thread per rank only when nproc > 1
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+    try:
+        run = launch(script, nproc, timeout=600, hide_gpus=not gpus)
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
+        if saved is not None:
+            os.environ["OMP_NUM_THREADS"] = saved
     try:
         if not run.succeeded:
             raise RuntimeError(f"the benchmark run failed:\n{run.output[-3000:]}")
@@ -92,12 +104,16 @@ def step_time(script: Path, nproc: int, gpus: bool) -> dict:
 
 
 def compare(script: Path, label: str, nproc: int, gpus: bool) -> None:
-    one = step_time(script, 1, gpus)
     many = step_time(script, nproc, gpus)
-    speedup = one["step_s"] / many["step_s"]
-    print(f"{label}: 1 process {one['step_s'] * 1e3:.2f} ms/step ({one['threads']} thread(s)); "
-          f"{nproc} ranks {many['step_s'] * 1e3:.2f} ms/step ({many['threads']} thread(s) each); "
-          f"speed-up {speedup:.2f}x, scaling efficiency {speedup / nproc:.0%}")
+    baselines = [("1 process", step_time(script, 1, gpus))]
+    if not gpus:  # on the CPU the one process may use every core, or one like each rank
+        baselines.append(("1 process, 1 thread", step_time(script, 1, gpus, threads=1)))
+    print(f"{label}: {nproc} ranks {many['step_s'] * 1e3:.2f} ms/step "
+          f"({many['threads']} thread(s) each)")
+    for name, one in baselines:
+        speedup = one["step_s"] / many["step_s"]
+        print(f"  vs {name} ({one['threads']} thread(s)): {one['step_s'] * 1e3:.2f} ms/step; "
+              f"speed-up {speedup:.2f}x, scaling efficiency {speedup / nproc:.0%}")
 
 
 def main() -> None:
@@ -113,7 +129,7 @@ def main() -> None:
     print(f"{platform.node()}: {os.cpu_count()} cores, {cpu_model()}; PyTorch "
           f"{torch.__version__}; {device}")
     print(f"MLP {args.width}-{args.width}-{args.width}-10, global batch {args.batch}, "
-          f"{args.steps} timed steps after 5 of warm-up")
+          f"median of 5 windows of {args.steps} steps after 5 of warm-up")
     with tempfile.TemporaryDirectory(prefix="bench-ddp-") as folder:
         script = Path(folder) / "rank.py"
         script.write_text(RANK_SCRIPT)
