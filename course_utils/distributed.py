@@ -406,6 +406,9 @@ def _journal(path: Path) -> list[dict]:
 
 def _kill_run(process: subprocess.Popen, folder: Path) -> None:
     """Kill torchrun and every rank: torchrun starts each rank in a session of its own."""
+    if not hasattr(os, "killpg"):  # Windows: no process groups; the ranks' watchdogs end them
+        process.kill()
+        return
     for pid_file in folder.glob("rank*.pid"):
         try:
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
