@@ -1,0 +1,149 @@
+"""accumulation_step(): k micro-batches, no_sync for all but the last, one optimizer step."""
+from __future__ import annotations
+
+import random
+
+from ..framework import check, expect_no_error, fail
+from ..probe_support import Spy, build_mlp, parameter_values, run_learner
+
+
+def make_inputs(seed: int, hidden: bool) -> dict:
+    rng = random.Random(seed if hidden else 0)
+    micro, size = (rng.choice([2, 4]), rng.randint(2, 5)) if hidden else (3, 4)
+
+    def draw(rows, cols):
+        return [[round(rng.uniform(-1, 1), 4) for _ in range(cols)] for _ in range(rows)]
+
+    calls = [[[draw(size, 4), [rng.randrange(3) for _ in range(size)]] for _ in range(micro)]
+             for _ in range(2)]
+    spec = {"w1": draw(6, 4), "b1": draw(1, 6)[0], "w2": draw(3, 6), "b2": draw(1, 3)[0]}
+    return {"spec": spec, "calls": calls, "lr": rng.choice([0.1, 0.3]) if hidden else 0.1}
+
+
+def probe(accumulation_step, inputs):
+    """Call accumulation_step() twice on a one-process DDP model; log losses, syncs and steps."""
+    import gc
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel
+
+    def observe():
+        model = build_mlp(inputs["spec"])
+        ddp_model, log, calls = DistributedDataParallel(model), [], []
+
+        def logged_allreduce(state, bucket):
+            log.append("all-reduce")
+            return allreduce_hook(state, bucket)
+
+        def loss_fn(outputs, labels):
+            log.append("loss")
+            return torch.nn.functional.cross_entropy(outputs, labels)
+
+        ddp_model.register_comm_hook(None, logged_allreduce)
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=inputs["lr"])
+        for batches in inputs["calls"]:
+            micro_batches = [(torch.tensor(x), torch.tensor(y)) for x, y in batches]
+            log.clear()
+            with Spy(optimizer, "step", "step", log), Spy(optimizer, "zero_grad", "zero", log):
+                run = run_learner(accumulation_step, ddp_model, micro_batches, loss_fn, optimizer)
+            calls.append({"error": run.error, "log": list(log),
+                          "parameters": parameter_values(model)})
+            if run.error:
+                break
+        return calls
+
+    created = not dist.is_initialized()
+    if created:  # a world of one process: DDP all-reduces for real, with nobody to wait for
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        return observe()
+    finally:
+        # Free the DDP model while its process group lives: freeing it after
+        # destroy_process_group() can deadlock in the reducer's destructor.
+        gc.collect()
+        if created:
+            dist.destroy_process_group()
+
+
+def _reference(inputs: dict, scale: str = "mean", keep_grads: bool = False,
+               last_only: bool = False) -> list:
+    """Weights after each call: one SGD step on the mean loss of the micro-batches (or a bug)."""
+    import torch
+
+    model = build_mlp(inputs["spec"])
+    optimizer = torch.optim.SGD(model.parameters(), lr=inputs["lr"])
+    after = []
+    for batches in inputs["calls"]:
+        if not keep_grads:
+            optimizer.zero_grad()
+        for x, y in batches[-1:] if last_only else batches:
+            loss = torch.nn.functional.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+            (loss / len(batches) if scale == "mean" else loss).backward()
+        optimizer.step()
+        after.append(parameter_values(model))
+    return after
+
+
+def _close(a: list, b: list) -> bool:
+    import torch
+
+    return all(torch.allclose(torch.tensor(p), torch.tensor(q), rtol=1e-4, atol=1e-6)
+               for p, q in zip(a, b, strict=True))
+
+
+MISTAKES = [  # (how the weights come out, the cause it names, the fix)
+    ({"scale": "sum"},
+     ("the gradients of the micro-batches add up: the step is len(micro_batches) times too big"),
+     "divide each micro-batch's loss by len(micro_batches) before backward()."),
+    ({"last_only": True},
+     ("only the last micro-batch's gradient was left when the optimizer stepped: zero_grad() "
+      "inside the loop wipes the others"),
+     "call optimizer.zero_grad() once, at the start, not per micro-batch."),
+    ({"keep_grads": True}, "the gradients of the previous call were still there",
+     "start with optimizer.zero_grad() (or end with it after optimizer.step())."),
+]
+
+
+def _success(inputs: dict) -> str:
+    k = len(inputs["calls"][0])
+    return (f"accumulation_step() on a one-process DDP model, 2 calls of {k} micro-batches: one "
+            "all-reduce each (after the last micro-batch), one optimizer step, and the weights "
+            "of one step on the mean loss of all the micro-batches.")
+
+
+@check(success=_success, make_inputs=make_inputs, probe=probe)
+def check_accumulation_step(inputs, observations, hidden):
+    for index, (call, batches) in enumerate(zip(observations, inputs["calls"], strict=False)):
+        where, k = f"In call {index + 1} ({len(batches)} micro-batches)", len(batches)
+        expect_no_error(call["error"], "accumulation_step()", where=where)
+        log = call["log"]
+        if log.count("loss") != k:
+            fail(f"{where}, the loss was computed {log.count('loss')} time(s).",
+                 "compute the loss and call backward() once per micro-batch.")
+        synced = sorted({log[:at].count("loss") for at, event in enumerate(log)
+                         if event == "all-reduce"})
+        if not synced:
+            fail(f"{where}, DDP never all-reduced: every backward ran inside no_sync() (or on "
+                 "ddp_model.module), so the ranks' gradients would never be averaged.",
+                 "run the last micro-batch's forward and backward outside no_sync(), "
+                 "through ddp_model itself.")
+        if synced != [k]:
+            fail(f"{where}, DDP all-reduced after micro-batch(es) {synced}: each all-reduce "
+                 "before the last sends every gradient over the network for nothing.",
+                 "put the forward and backward of all but the last micro-batch inside "
+                 "`with ddp_model.no_sync():`.")
+        if log.count("step") != 1:
+            fail(f"{where}, optimizer.step() ran {log.count('step')} times.",
+                 "step once, after the last micro-batch's backward.")
+    expected = _reference(inputs)
+    for index, parameters in enumerate(call["parameters"] for call in observations):
+        if _close(parameters, expected[index]):
+            continue
+        for bug, cause, fix in MISTAKES:
+            if _close(parameters, _reference(inputs, **bug)[index]):
+                fail(f"After call {index + 1}, {cause}.", fix)
+        fail(f"After call {index + 1}, the weights differ from one SGD step on the mean loss of "
+             "all its micro-batches.", "average: divide each micro-batch's loss by "
+             "len(micro_batches), backward each, then one optimizer.step().")

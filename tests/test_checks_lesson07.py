@@ -1,0 +1,344 @@
+"""Lesson 07 checks: right answers pass, each typical mistake gets its own hint.
+
+The DDP-script check launches torchrun (three Python processes import torch: several seconds),
+and the test helpers run every probe more than once (in-process and as the grader sends it), so
+each distinct run is made once per test session: ``launch`` is memoised on the script's text
+and the run's settings. The probe still runs in full each time, only the torchrun result is
+reused.
+"""
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack, nullcontext
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+import torch.distributed as dist
+
+from course_utils import checks, distributed
+from course_utils.checks.lesson07 import ddp_script as ddp_check
+
+from .conftest import ROOT
+from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
+from .solutions import solution
+
+LESSON = "07_multi_gpu"
+accumulation_step = solution(LESSON, "accumulation_step")
+
+
+# ================================================================ accumulation_step
+
+def accumulation_exit_stack(ddp_model, micro_batches, loss_fn, optimizer):
+    """Right: the first k-1 micro-batches under one no_sync block, the last one after it."""
+    optimizer.zero_grad()
+    *first, last = micro_batches
+    with ddp_model.no_sync():
+        for features, labels in first:
+            (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+def accumulation_zero_grad_last(ddp_model, micro_batches, loss_fn, optimizer):
+    """Right: zero the gradients after the step, through the module, with an ExitStack."""
+    for index, (features, labels) in enumerate(micro_batches):
+        with ExitStack() as stack:
+            if index < len(micro_batches) - 1:
+                stack.enter_context(ddp_model.no_sync())
+            loss = loss_fn(ddp_model(features), labels)
+            (loss * (1 / len(micro_batches))).backward()
+    optimizer.step()
+    ddp_model.zero_grad()
+
+
+def accumulating(sync="last", scale=True, zero="start", step="end", through=None):
+    """accumulation_step with one thing changed."""
+    def answer(ddp_model, micro_batches, loss_fn, optimizer):
+        model = through(ddp_model) if through else ddp_model
+        if zero == "start":
+            optimizer.zero_grad()
+        for index, (features, labels) in enumerate(micro_batches):
+            last = index == len(micro_batches) - 1
+            if zero == "each":
+                optimizer.zero_grad()
+            skip = {"last": not last, "never": False, "always": True}[sync]
+            with ddp_model.no_sync() if skip else nullcontext():
+                loss = loss_fn(model(features), labels)
+                (loss / len(micro_batches) if scale else loss).backward()
+            if step == "each":
+                optimizer.step()
+        if step == "end":
+            optimizer.step()
+    return answer
+
+
+def accumulation_not_done(ddp_model, micro_batches, loss_fn, optimizer):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize("answer", [accumulation_step, accumulation_exit_stack,
+                                    accumulation_zero_grad_last], ids=lambda f: f.__name__)
+def test_accumulation_right_answers_keep_full_marks(answer, capsys):
+    seeds = HIDDEN_SEEDS if answer is accumulation_step else HIDDEN_SEEDS[:1]
+    passes(checks.check_accumulation_step, answer, seeds=seeds)
+    assert "one all-reduce each (after the last micro-batch)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (accumulating(sync="never"), "all-reduced after micro-batch(es) [1, 2, 3]"),
+    (accumulating(sync="always"), "DDP never all-reduced"),
+    (accumulating(through=lambda m: m.module), "DDP never all-reduced"),
+    (accumulating(scale=False), "the step is len(micro_batches) times too big"),
+    (accumulating(zero="each"), "zero_grad() inside the loop wipes the others"),
+    (accumulating(zero="never"), "the gradients of the previous call were still there"),
+    (accumulating(step="each"), "optimizer.step() ran 3 times"),
+    (accumulation_not_done, "accumulation_step() is not implemented yet"),
+], ids=["no no_sync", "all in no_sync", "via .module", "loss not divided", "zero_grad each",
+        "no zero_grad", "step each", "stub"])
+def test_accumulation_mistakes_are_named(answer, hint):
+    assert hint in failure(checks.check_accumulation_step, answer)
+
+
+def test_no_sync_must_cover_the_forward_pass():
+    """A forward outside no_sync() already arms DDP's all-reduce for the coming backward."""
+    def forward_outside(ddp_model, micro_batches, loss_fn, optimizer):
+        optimizer.zero_grad()
+        for index, (features, labels) in enumerate(micro_batches):
+            loss = loss_fn(ddp_model(features), labels) / len(micro_batches)
+            with ddp_model.no_sync() if index < len(micro_batches) - 1 else nullcontext():
+                loss.backward()
+        optimizer.step()
+    message = failure(checks.check_accumulation_step, forward_outside)
+    assert "put the forward and backward of all but the last micro-batch inside" in message
+
+
+def test_accumulation_wrong_answers_score_zero_and_reveal_nothing():
+    for seed in HIDDEN_SEEDS:
+        verdict = graded(checks.check_accumulation_step, (accumulating(scale=False),),
+                         hidden=True, seed=seed)
+        assert verdict.fraction == 0 and not any(ch.isdigit() for ch in verdict.message
+                                                 .replace("call 1", "").replace("call 2", ""))
+
+
+def test_accumulation_probe_leaves_no_process_group():
+    checks.check_accumulation_step(accumulation_step)
+    assert not dist.is_initialized()
+
+
+def test_accumulation_hidden_inputs_follow_the_seed():
+    made = {json.dumps(checks.check_accumulation_step.make_inputs(seed, True))
+            for seed in HIDDEN_SEEDS}
+    assert len(made) == len(HIDDEN_SEEDS)
+
+
+# ================================================================ ddp_script
+
+def solution_script() -> str:
+    """The model answer: the solution cell without its %%writefile line and markers."""
+    nb = nbformat.read(ROOT / "solutions" / LESSON / "multi_gpu.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+                == "ddp_script")
+    first, *lines = cell.source.splitlines()
+    assert first == "%%writefile {script}"
+    markers = ("### BEGIN SOLUTION", "### END SOLUTION")
+    return "\n".join(line for line in lines if line.strip() not in markers) + "\n"
+
+
+SOLUTION = solution_script()
+
+
+def changed(*edits: tuple[str, str]) -> str:
+    """The solution with each (old, new) edit made; every old text must be there."""
+    text = SOLUTION
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+SET_EPOCH = ("        sampler.set_epoch(epoch)\n", "")
+NO_SAMPLER = ("batch_size=config.batch_size, sampler=sampler)",
+              "batch_size=config.batch_size, shuffle=True)")
+EVERY_RANK_SAVES = ("    if rank == 0:\n        torch.save(", "    if True:\n        torch.save(")
+NO_DESTROY = ("    dist.destroy_process_group()\n", "")
+NCCL = ('        backend = "gloo"', '        backend = "nccl"')
+HANGS = ('            print(f"epoch {epoch}: loss {loss.item():.4f}")\n',
+         ('            print(f"epoch {epoch}: loss {loss.item():.4f}")\n'
+         '            dist.barrier()  # only rank 0 gets here: rank 1 never joins\n'))
+EVERY_RANK_PRINTS = ('        if rank == 0:\n            print(', '        if True:\n            print(')
+WRAPPER_STATE = ("torch.save(ddp_model.module.state_dict()", "torch.save(ddp_model.state_dict()")
+NO_DDP = ('    ddp_model = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None)',
+          "    ddp_model = model")
+SAVE_MODEL = ("torch.save(ddp_model.module.state_dict()", "torch.save(model.state_dict()")
+PLAIN_FORWARD = ("loss = F.cross_entropy(ddp_model(features), labels)",
+                 "loss = F.cross_entropy(model(features), labels)")
+DEVICE_IDS_ON_CPU = ('device_ids=[local_rank] if device.type == "cuda" else None',
+                     "device_ids=[local_rank]")
+GLOBAL_RANK = ('device = torch.device("cuda", local_rank)',
+               'device = torch.device("cuda", int(os.environ["RANK"]))')
+ALWAYS_GLOO = ('        backend = "nccl"', '        backend = "gloo"')
+GPU_ZERO = ('device = torch.device("cuda", local_rank)\n        torch.cuda.set_device(device)',
+            'device = torch.device("cuda")')
+RIGHT_ALTERNATIVE = changed(  # torch picks the backend; device_id; save the inner model
+    ('    dist.init_process_group(backend)',
+     '    dist.init_process_group(device_id=device if device.type == "cuda" else None)'),
+    ("torch.save(ddp_model.module.state_dict()", "torch.save(model.state_dict()"),
+    ('device_ids=[local_rank] if device.type == "cuda" else None',
+     'device_ids=[device] if device.type == "cuda" else None'))
+
+
+class Launches:
+    """launch(), memoised on the script's text and the run's settings."""
+
+    def __init__(self):
+        self.real, self.runs, self.aliases = distributed.launch, {}, {}
+
+    def __call__(self, script, nproc=2, **settings):
+        text = Path(script).read_text()
+        text = self.aliases.get(text, text)
+        key = (text, nproc, json.dumps(settings, default=repr, sort_keys=True))
+        if key not in self.runs:
+            self.runs[key] = self.real(script, nproc, **settings)
+        return self.runs[key]
+
+
+@pytest.fixture(scope="module")
+def launches():
+    memo = Launches()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(distributed, "launch", memo)  # the probe imports it from there
+    yield memo
+    patch.undo()
+
+
+@pytest.fixture
+def script(tmp_path, launches):
+    """Write a script text to a file; the check gets its path, as in the notebook."""
+    def write(text: str, runs_like_the_solution: bool = False) -> Path:
+        if runs_like_the_solution:  # a change that only matters on GPUs: reuse the CPU run
+            launches.aliases[text] = SOLUTION
+        path = tmp_path / f"ddp_train_{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(text)
+        return path
+    return write
+
+
+@pytest.mark.slow
+def test_ddp_solution_keeps_full_marks(script, capsys):
+    passes(checks.check_ddp_script, script(SOLUTION), seeds=[1])
+    out = capsys.readouterr().out
+    assert "each of 2 epochs drew all 48 samples once" in out
+    assert "As rank 3 (LOCAL_RANK 1) of a simulated node with two GPUs it picks nccl" in out
+
+
+@pytest.mark.slow
+def test_ddp_right_alternative_keeps_full_marks(script):
+    passes(checks.check_ddp_script, script(RIGHT_ALTERNATIVE), seeds=[])
+
+
+def share(script_path) -> float:
+    return graded(checks.check_ddp_script, (script_path,), hidden=False, seed=0).fraction
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit, hint, points", [
+    ((SET_EPOCH,), "nobody told it the epoch changed", 7 / 8),
+    ((NO_SAMPLER,), "each rank drew all 48 samples: without a DistributedSampler", 7 / 8),
+    ((EVERY_RANK_SAVES,), "The checkpoint was saved by rank(s) [0, 1]", 7 / 8),
+    ((NO_DESTROY,), "Rank(s) [0, 1] ended with the process group still open", 7 / 8),
+    ((NO_DDP, SAVE_MODEL), "the model was never wrapped in DDP", 5 / 8),
+    ((PLAIN_FORWARD,), "the loop calls the plain model", 6 / 8),
+], ids=["no set_epoch", "no DistributedSampler", "every rank saves", "no destroy", "no DDP",
+        "plain forward"])
+def test_ddp_mistakes_lose_their_case_only(script, edit, hint, points):
+    path = script(changed(*edit))
+    message = failure(checks.check_ddp_script, path)
+    assert message.startswith("✘ ") and hint in message
+    assert share(path) == pytest.approx(points)
+
+
+@pytest.mark.slow
+def test_two_mistakes_lose_two_cases_each_named(script):
+    """Every rank prints, and rank 0 saves the wrapper's state_dict: one run, two cases."""
+    path = script(changed(EVERY_RANK_PRINTS, WRAPPER_STATE))
+    message = failure(checks.check_ddp_script, path)
+    assert "✘ only rank 0 prints: Rank(s) [0, 1] printed: each line appears once per rank" in message
+    assert "whose 'module.' keys a plain model cannot load" in message
+    assert "✔ passed: each epoch, every sample exactly once" in message
+    assert share(path) == pytest.approx(6 / 8)
+
+
+@pytest.mark.slow
+def test_nccl_on_a_cpu_machine_is_told_to_use_gloo(script):
+    message = failure(checks.check_ddp_script, script(changed(NCCL)))
+    assert "asked for the nccl backend on a machine without a GPU" in message
+    assert "on the CPU use gloo" in message
+
+
+@pytest.mark.slow
+def test_device_ids_on_the_cpu_are_named(script):
+    message = failure(checks.check_ddp_script, script(changed(DEVICE_IDS_ON_CPU)))
+    assert "raised ValueError" in message and "on the CPU give DDP no device_ids" in message
+
+
+@pytest.mark.slow
+def test_a_rank_that_skips_a_collective_is_caught_quickly(script, launches):
+    path = script(changed(HANGS))
+    message = failure(checks.check_ddp_script, path)
+    assert "the ranks are waiting for each other" in message
+    assert "rank 0 last entered dist.barrier()" in message
+    assert "a dist.barrier() that only rank 0 reaches" in message
+    run = next(run for (text, *_), run in launches.runs.items() if "only rank 0 gets" in text)
+    assert run.stalled and not run.timed_out  # ended by the stall rule, not the time limit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit, hint", [
+    (GLOBAL_RANK, "RANK counts processes over all nodes, LOCAL_RANK on this node"),
+    (ALWAYS_GLOO, "your script initialised 'gloo': NCCL is the backend for NVIDIA GPUs"),
+    (GPU_ZERO, "the model went to cuda:0: each rank needs its own GPU, cuda:1 here"),
+], ids=["RANK for the GPU", "gloo on GPUs", "every rank on GPU 0"])
+def test_gpu_set_up_mistakes_show_on_the_simulated_node(script, edit, hint):
+    path = script(changed(edit), runs_like_the_solution=True)
+    message = failure(checks.check_ddp_script, path)
+    assert message.startswith("✘ on a GPU node") and hint in message
+    assert share(path) == pytest.approx(7 / 8)
+
+
+def test_the_stub_is_not_implemented_and_launches_nothing(script, launches):
+    stub = changed(('    dist.init_process_group(backend)\n',
+                    '    raise NotImplementedError()\n'))
+    before = len(launches.runs)
+    message = failure(checks.check_ddp_script, script(stub))
+    assert "your script is not implemented yet" in message
+    assert len(launches.runs) == before
+
+
+def test_not_a_script_is_named():
+    message = failure(checks.check_ddp_script, 42)
+    assert "`script` is int, not the path of a script file" in message
+
+
+def test_ddp_hidden_inputs_follow_the_seed_and_stay_even():
+    made = [checks.check_ddp_script.make_inputs(seed, True) for seed in HIDDEN_SEEDS]
+    assert len({json.dumps(inputs) for inputs in made}) > 1
+    assert all(len(inputs["config"]["labels"]) % 2 == 0 for inputs in made)  # 2 ranks split it
+
+
+def test_ddp_check_timeouts_fit_the_grader():
+    inputs = checks.check_ddp_script.make_inputs(0, False)
+    assert inputs["stall_s"] == ddp_check.STALL_S < inputs["timeout_s"] == ddp_check.TIMEOUT_S
+
+
+def test_checks_import_without_torch():
+    """The grader's workers import every check: torch must load only when a check runs."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", ("import sys, course_utils.checks; "
+                           "print('torch' in sys.modules)")], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+    assert torch  # the test module itself uses torch
