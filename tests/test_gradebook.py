@@ -15,12 +15,14 @@ from course_utils.paths import ensure_tools_on_path
 from .conftest import ROOT
 
 
-def test_in_process_alembic_head_matches_nbgraders_own():
-    """Checks the revision stamped into new gradebooks is the one nbgrader would stamp."""
+def test_in_process_alembic_head_matches_nbgraders_own(tmp_path):
+    """Checks the revision stamped into new gradebooks is the one nbgrader would stamp, and
+    that nbgrader's own function is back in place afterwards."""
     ensure_tools_on_path()
-    assert gradebook.NBGRADER_ALEMBIC_VERSION is not gradebook._alembic_head
-    assert nbgrader.api.get_alembic_version is gradebook.NBGRADER_ALEMBIC_VERSION  # restored
-    assert gradebook._alembic_head() == gradebook.NBGRADER_ALEMBIC_VERSION()
+    nbgraders_own = nbgrader.api.get_alembic_version
+    gradebook.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}").close()
+    assert nbgrader.api.get_alembic_version is nbgraders_own
+    assert gradebook._alembic_head() == nbgraders_own()
 
 
 def test_registered_lessons_have_their_graded_cells(tmp_path):

@@ -16,11 +16,8 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbgrader
-import nbgrader.api
-from nbgrader.api import Gradebook as _Gradebook
-from nbgrader.api import InvalidEntry, MissingEntry
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SAWarning
@@ -28,6 +25,12 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SAWarning
 from ..paths import ensure_tools_on_path
 from .records import SubmissionResult
 from .structure import Lesson
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook as NbgraderGradebook
+
+# nbgrader is imported where it is used: importing it takes seconds (its server extensions
+# come with it), and a run starts its workers before it needs the gradebook.
 
 POSTGRES_EXTRA = "pip install -e '.[postgres]'"
 # Any fixed 64-bit number: the advisory lock every `course grade` run takes to set up a
@@ -46,15 +49,13 @@ def _alembic_head() -> str:
     nbgrader asks a separate `alembic` process for it (about 4 s here); alembic's own API
     gives the same answer in-process.
     """
+    import nbgrader
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     config = Config()
     config.set_main_option("script_location", str(Path(nbgrader.__file__).parent / "alembic"))
     return ScriptDirectory.from_config(config).get_current_head()
-
-
-NBGRADER_ALEMBIC_VERSION = nbgrader.api.get_alembic_version
 
 
 def database_url(db_url: str) -> str:
@@ -96,13 +97,17 @@ def sqlite_path(db_url: str) -> Path | None:
     return Path(url.database)
 
 
-def Gradebook(db_url: str) -> _Gradebook:  # noqa: N802 - stands in for the class
+def Gradebook(db_url: str) -> NbgraderGradebook:  # noqa: N802 - stands in for the class
+    """nbgrader's Gradebook, stamping a new database with the schema revision in-process."""
+    import nbgrader.api
+
     ensure_tools_on_path()
+    nbgraders_own = nbgrader.api.get_alembic_version
     nbgrader.api.get_alembic_version = _alembic_head
     try:
-        return _Gradebook(db_url)
+        return nbgrader.api.Gradebook(db_url)
     finally:
-        nbgrader.api.get_alembic_version = NBGRADER_ALEMBIC_VERSION
+        nbgrader.api.get_alembic_version = nbgraders_own
 
 
 @contextlib.contextmanager
@@ -159,6 +164,8 @@ class GradebookWriter:
         A concurrent run may insert the same student or submission between our look-up and
         our insert; the retry then finds that row.
         """
+        from nbgrader.api import InvalidEntry
+
         for attempt in range(RECORD_ATTEMPTS):
             try:
                 with _quiet_nbgrader(), warnings.catch_warnings():
@@ -187,7 +194,9 @@ def _quiet_nbgrader() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _record(gb: _Gradebook, result: SubmissionResult) -> None:
+def _record(gb: NbgraderGradebook, result: SubmissionResult) -> None:
+    from nbgrader.api import MissingEntry
+
     gb.update_or_create_student(result.student)
     try:
         gb.find_submission(result.lesson, result.student)
