@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -156,7 +157,8 @@ def test_torchrun_runs_two_ranks_inside(grading_sandbox, scratch):
         dist.destroy_process_group()
     """))
     done = sandbox.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node=2", "ddp.py"], scratch=scratch, timeout=300,
+                        "--nproc_per_node=2", "ddp.py"], scratch=scratch, timeout=120,
                        env={**sandbox.default_env(scratch), "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(done.stdout.split("\n")[:2]) == ["rank 0 of 2: sum 3", "rank 1 of 2: sum 3"]
+    # Both ranks print to one file: their lines may interleave.
+    assert sorted(re.findall(r"rank (\d) of 2: sum 3", done.stdout)) == ["0", "1"], done.stdout
