@@ -42,6 +42,9 @@ def _announce(isolation) -> None:
 
 
 def _grade(args) -> int:
+    from .grading.startup import skip_slow_optional_imports
+
+    skip_slow_optional_imports()  # before nbformat is imported: seconds saved
     from .grading.records import Limits
     from .grading.report import format_table
     from .grading.runner import grade

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from .records import NotebookResult
 from .structure import LessonNotebook
 
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
 
 
-def build(nb: nbformat.NotebookNode, spec: LessonNotebook, result: NotebookResult,
-          outputs: dict[int, list]) -> nbformat.NotebookNode:
+def build(nb: NotebookNode, spec: LessonNotebook, result: NotebookResult,
+          outputs: dict[int, list]) -> NotebookNode:
     """The graded copy of a submitted notebook (``nb`` is changed in place and returned)."""
+    import nbformat  # already loaded by the worker that read the notebook
+
     released = {item.grade_id: item for item in spec.items}
     verdicts = {item.grade_id: item for item in result.items}
     for index, cell in enumerate(nb.cells):
@@ -41,9 +45,11 @@ def build(nb: nbformat.NotebookNode, spec: LessonNotebook, result: NotebookResul
     return nb
 
 
-def write_autograded(target: Path, nb: nbformat.NotebookNode, spec: LessonNotebook,
+def write_autograded(target: Path, nb: NotebookNode, spec: LessonNotebook,
                      result: NotebookResult, outputs: dict[int, list]) -> bool:
     """Write the graded copy; False when this notebook cannot be written (the grade stands)."""
+    import nbformat
+
     try:
         graded = build(nb, spec, result, outputs)
         target.parent.mkdir(parents=True, exist_ok=True)

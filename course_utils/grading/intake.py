@@ -21,11 +21,13 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from .records import Status
 from .structure import Lesson, LessonNotebook
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 SHOWN_ENTRIES = 10  # how many found files a "missing" reason lists
 
@@ -169,7 +171,7 @@ def _too_big(name: str, size: int, max_bytes: int) -> str:
             "are not graded (--max-notebook-mb)")
 
 
-def read_notebook(path: Path, max_bytes: int) -> nbformat.NotebookNode:
+def read_notebook(path: Path, max_bytes: int) -> NotebookNode:
     """Open, read and parse a submitted file, or raise InvalidSubmission saying why.
 
     Opened with O_NOFOLLOW (a link swapped in after discovery is still refused) and
@@ -193,8 +195,10 @@ def read_notebook(path: Path, max_bytes: int) -> nbformat.NotebookNode:
     return parse_notebook(raw)
 
 
-def parse_notebook(raw: bytes) -> nbformat.NotebookNode:
+def parse_notebook(raw: bytes) -> NotebookNode:
     """A version-4 notebook from bytes, or InvalidSubmission with a one-line reason."""
+    import nbformat  # on first use: a worker starts its first kernel before this import
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -2,9 +2,9 @@
 
 Limits are applied before anything else loads, so a memory bomb fails with MemoryError
 inside the student's kernel instead of taking the machine down. Then the modules the
-lessons import (``--preload``) are imported, before the kernel answers: the grader starts
-each kernel while the previous submission still runs, so the ≈ 2.5 s of importing torch,
-matplotlib and friends is off the critical path. A kernel serves one notebook of one
+lesson it is expected to grade imports (``--preload``) are imported, before the kernel
+answers: the grader starts each kernel while the previous submission still runs, so the
+≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves one notebook of one
 student and is never reused.
 """
 import argparse

@@ -10,6 +10,8 @@ its submission's time limit plus a grace period is killed the same way (status `
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 import multiprocessing
 import signal
 import threading
@@ -67,9 +69,12 @@ class Progress:
 
 
 class _Worker:
-    def __init__(self, context: Any, config: WorkerConfig):
+    """One worker process and its pipe. It loads as soon as it is started; it is told the
+    run's configuration (its first message) once the main process knows it."""
+
+    def __init__(self, context: Any):
         self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=worker_main, args=(theirs, config), daemon=True)
+        self.process = context.Process(target=worker_main, args=(theirs,), daemon=True)
         # Started with SIGINT ignored (a new Python keeps an ignored SIGINT ignored), so that
         # Ctrl-C at the terminal, which reaches the whole process group, cannot kill a worker
         # while it is still importing: stopping is the main process's business.
@@ -78,9 +83,15 @@ class _Worker:
         theirs.close()
         self.progress: Progress | None = None
 
-    def assign(self, job: GradeJob) -> None:
+    def configure(self, config: WorkerConfig) -> None:
+        self.connection.send(config)
+
+    def assign(self, queue: deque[GradeJob], spares: int) -> None:
+        """Hand out the next job, saying which lessons come after it."""
+        job = queue.popleft()
         self.progress = Progress(job, time.monotonic())
-        self.connection.send(job)
+        upcoming = tuple(next_job.submission.lesson for next_job in itertools.islice(queue, spares))
+        self.connection.send(dataclasses.replace(job, upcoming=upcoming))
 
     def stop(self) -> None:
         try:
@@ -133,25 +144,41 @@ class StopRequest:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def run_jobs(submissions: list[Submission], workers: int, config: WorkerConfig,
-             on_result: Callable[[SubmissionResult], None],
-             while_starting: Callable[[], None] = lambda: None,
-             stop: StopRequest | None = None) -> int:
-    """Grade the submissions (biggest first) in ``workers`` processes; return how many done.
+class WorkerPool:
+    """``size`` grading workers, started at once so that they load (Python, jupyter_client,
+    nbformat) while the main process reads the lessons and lists the submissions."""
 
-    ``on_result`` gets each result as soon as it is known. ``while_starting`` runs once the
-    workers are starting (the main process's own chores overlap theirs).
-    """
-    context = multiprocessing.get_context("spawn")
-    queue = deque(GradeJob(index, submission) for index, submission in
-                  sorted(enumerate(submissions), key=lambda pair: -pair[1].size))
-    pool = [_Worker(context, config) for _ in range(min(workers, len(queue)))]
-    done = 0
-    limit = config.limits.submission_timeout + config.limits.startup_timeout + GRACE_S
-    try:
+    def __init__(self, size: int):
+        self._context = multiprocessing.get_context("spawn")
+        self._workers = [_Worker(self._context) for _ in range(size)]
+        self._surplus: list[_Worker] = []  # told to leave: fewer submissions than workers
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _shut_down(self._workers + self._surplus)
+
+    def run(self, submissions: list[Submission], config: WorkerConfig,
+            on_result: Callable[[SubmissionResult], None],
+            while_starting: Callable[[], None] = lambda: None,
+            stop: StopRequest | None = None) -> int:
+        """Grade the submissions (biggest first); return how many results were delivered.
+
+        ``on_result`` gets each result as soon as it is known. ``while_starting`` runs once the
+        first jobs are handed out (the main process's own chores overlap the workers').
+        """
+        queue = deque(GradeJob(index, submission) for index, submission in
+                      sorted(enumerate(submissions), key=lambda pair: -pair[1].size))
+        pool = self._workers
+        self._surplus += pool[len(queue):]
+        del pool[len(queue):]
         for worker in pool:
-            worker.assign(queue.popleft())
+            worker.configure(config)
+            worker.assign(queue, config.spares)
         while_starting()
+        done = 0
+        limit = config.limits.submission_timeout + config.limits.startup_timeout + GRACE_S
         while any(worker.progress for worker in pool):
             if stop is not None and stop.requested:
                 break
@@ -180,13 +207,12 @@ def run_jobs(submissions: list[Submission], workers: int, config: WorkerConfig,
                     worker.kill()
                     pool.remove(worker)
                     if queue:  # the pool is rebuilt
-                        worker = _Worker(context, config)
+                        worker = _Worker(self._context)
+                        worker.configure(config)
                         pool.append(worker)
                 if worker in pool and worker.progress is None and queue:
-                    worker.assign(queue.popleft())
-    finally:
-        _shut_down(pool)
-    return done
+                    worker.assign(queue, config.spares)
+        return done
 
 
 def _drain(worker: _Worker) -> tuple[SubmissionResult | None,

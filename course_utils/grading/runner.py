@@ -19,7 +19,7 @@ from pathlib import Path
 from ..paths import check_lessons
 from . import feedback, gradebook, sandbox
 from .intake import Submission, discover
-from .pool import StopRequest, run_jobs
+from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
 from .report import Row, write_csv
 from .sandbox import Isolation
@@ -72,39 +72,43 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     db_url = gradebook.database_url(db_url or f"sqlite:///{(out / 'gradebook.db').resolve()}")
     in_force = isolation_in_force(use_sandbox)
     on_isolation(in_force)
-    out.mkdir(parents=True, exist_ok=True)
     limits = limits or Limits()
     if Path("/dev/nvidiactl").exists():
         # CUDA reserves more address space than any sensible cap.
         limits = dataclasses.replace(limits, memory_mb=0)
-    chosen = {name: load_lesson(root, name) for name in chosen_names}
-    found = discover(submissions, chosen, limits.max_notebook_bytes)
-
-    scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    recorder = _Recorder(db_url, out, len(found), progress)
-    try:
-        config = WorkerConfig(
-            run_seed=secrets.randbelow(2**31) if seed is None else seed, limits=limits,
-            recipe=_kernel_recipe(root, out, submissions, scratch_root, db_url, chosen, limits,
-                                  jobs, in_force),
-            scratch_root=scratch_root, autograded_dir=out / "autograded")
+    # The workers start now, and load while this process reads lessons and submissions.
+    with WorkerPool(jobs) as pool:
+        out.mkdir(parents=True, exist_ok=True)
+        chosen = {name: load_lesson(root, name) for name in chosen_names}
+        found = discover(submissions, chosen, limits.max_notebook_bytes)
         gradable = [submission for submission in found if submission.gradable]
+        scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        recorder = _Recorder(db_url, out, len(found), progress)
+        try:
+            graded_lessons = [chosen[name] for name in dict.fromkeys(s.lesson for s in gradable)]
+            config = WorkerConfig(
+                run_seed=secrets.randbelow(2**31) if seed is None else seed, limits=limits,
+                recipe=_kernel_recipe(root, out, submissions, scratch_root, db_url,
+                                      graded_lessons, limits, jobs, in_force),
+                scratch_root=scratch_root, autograded_dir=out / "autograded",
+                # Two spares per worker where there is a core for each worker's second one.
+                spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)
 
-        def set_up_gradebook() -> None:  # while the workers start
-            recorder.open(list(chosen.values()))
-            for submission in found:
-                if not submission.gradable:
-                    recorder(_unread(submission))
+            def set_up_gradebook() -> None:  # while the workers start their first kernels
+                recorder.open(list(chosen.values()))
+                for submission in found:
+                    if not submission.gradable:
+                        recorder(_unread(submission))
 
-        with StopRequest() as stop:
-            run_jobs(gradable, jobs, config, recorder, set_up_gradebook, stop)
-    finally:
-        recorder.close()
-        shutil.rmtree(scratch_root, ignore_errors=True)
-        order = {(s.student, s.lesson): index for index, s in enumerate(found)}
-        rows = sorted((Row.from_result(result) for result in recorder.results),
-                      key=lambda row: order[(row.student, row.lesson)])
-        write_csv(out / "grades.csv", rows)
+            with StopRequest() as stop:
+                pool.run(gradable, config, recorder, set_up_gradebook, stop)
+        finally:
+            recorder.close()
+            shutil.rmtree(scratch_root, ignore_errors=True)
+            order = {(s.student, s.lesson): index for index, s in enumerate(found)}
+            rows = sorted((Row.from_result(result) for result in recorder.results),
+                          key=lambda row: order[(row.student, row.lesson)])
+            write_csv(out / "grades.csv", rows)
     return GradingOutcome(rows, in_force, len(found) - len(rows))
 
 
@@ -140,7 +144,7 @@ def _unread(submission: Submission) -> SubmissionResult:
 
 
 def _kernel_recipe(root: Path, out: Path, submissions: Path, scratch_root: Path, db_url: str,
-                   lessons: dict[str, Lesson], limits: Limits, jobs: int,
+                   lessons: list[Lesson], limits: Limits, jobs: int,
                    in_force: Isolation) -> KernelRecipe:
     env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
     # Parallel kernels share the cores instead of each using all of them.
@@ -151,6 +155,6 @@ def _kernel_recipe(root: Path, out: Path, submissions: Path, scratch_root: Path,
     database = gradebook.sqlite_path(db_url)
     if database is not None:
         hidden.append(database)
-    preload = tuple(dict.fromkeys(name for lesson in lessons.values() for name in lesson.imports))
+    preload = {lesson.name: lesson.imports for lesson in lessons}
     return KernelRecipe(limits, env, preload, bwrap=in_force.bwrap if in_force.sandboxed else None,
                         hidden=tuple(path.resolve() for path in hidden))

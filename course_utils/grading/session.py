@@ -57,32 +57,37 @@ class KernelRecipe:
 
     limits: Limits
     env: dict[str, str]
-    preload: tuple[str, ...] = ()
+    preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
     bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
 
 
-def kernel_command(recipe: KernelRecipe) -> list[str]:
+def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
             "--memory-mb", str(recipe.limits.memory_mb),
             "--max-file-mb", str(recipe.limits.max_file_mb)]
-    for module in recipe.preload:
+    for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
-    return [*argv, "-f", "{connection_file}"]
+    # No history database: the grader's cells are not history, and it would be a file per kernel.
+    return [*argv, "--HistoryManager.enabled=False", "-f", "{connection_file}"]
 
 
 class KernelSession:
-    """One kernel in its own folder: ``<folder>/home`` (HOME, cwd) and ``<folder>/ipc``."""
+    """One kernel in its own folder: ``<folder>/home`` (HOME, cwd) and ``<folder>/ipc``.
 
-    def __init__(self, folder: Path, recipe: KernelRecipe):
+    ``lesson`` only chooses which modules it imports ahead (any kernel can grade any lesson).
+    """
+
+    def __init__(self, folder: Path, recipe: KernelRecipe, lesson: str | None = None):
         self.folder = Path(folder)
         self.home = self.folder / "home"
         self.ipc = self.folder / "ipc"
         for path in (self.home, self.ipc, self.folder / "spec" / KERNEL_NAME):
             path.mkdir(parents=True)
         self.limits = recipe.limits
+        self.lesson = lesson
         self.deadline = float("inf")
-        command = kernel_command(recipe)
+        command = kernel_command(recipe, lesson)
         if recipe.bwrap:
             confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,))
             command = bwrap_argv(command, confinement, bwrap=recipe.bwrap)
@@ -114,11 +119,35 @@ class KernelSession:
         self.deadline = deadline
         self.client = self.manager.client()
         self.client.start_channels()
-        try:
-            self.client.wait_for_ready(timeout=self._budget(self.limits.startup_timeout))
-        except RuntimeError as error:
-            self.kill()
-            raise KernelDied(f"the kernel did not start: {error}") from None
+        self._handshake(time.monotonic() + self._budget(self.limits.startup_timeout))
+
+    def _handshake(self, end: float) -> None:
+        """kernel_info answered on shell, and IOPub delivering: a cell's output sent before
+        IOPub is connected would be lost. (jupyter_client's wait_for_ready checks the same,
+        but spends 0.2 s on a kernel that is long ready: a spare.)"""
+        replied = published = False
+        msg_id, asked = self.client.kernel_info(), time.monotonic()
+        while not (replied and published):
+            if not self.alive():
+                self.kill()
+                raise KernelDied("the kernel did not start: it exited")
+            if time.monotonic() > end:
+                self.kill()
+                raise KernelDied("the kernel did not start in time")
+            if not replied:
+                try:
+                    reply = self.client.get_shell_msg(timeout=0.05)
+                    replied = reply["parent_header"].get("msg_id") == msg_id
+                except Empty:
+                    pass
+            if not published:
+                try:
+                    self.client.get_iopub_msg(timeout=0.05)
+                    published = True
+                except Empty:
+                    if replied and time.monotonic() - asked > 0.5:
+                        # Its busy/idle went out before IOPub connected: ask again.
+                        msg_id, asked, replied = self.client.kernel_info(), time.monotonic(), False
 
     def kill(self) -> None:
         """Kill the kernel and everything it started, whatever it does with signals."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from ..paths import lesson_notebooks
 from .testcells import CheckCall, parse_test_cell
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class Lesson:
 
 def load_lesson(root: Path, lesson: str) -> Lesson:
     """Read a lesson's source and released notebooks (once per run)."""
+    import nbformat  # here, not at module level: grading workers import this module early
+
     notebooks, imports = [], []
     for source_path in lesson_notebooks(root, lesson):
         release_path = root / "notebooks" / lesson / source_path.name
@@ -94,7 +98,7 @@ def _nbgrader(cell) -> dict:
     return dict(cell.metadata.get("nbgrader", {}))
 
 
-def grade_items(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
+def grade_items(source: NotebookNode, release: NotebookNode,
                 release_path: Path) -> list[GradeItem]:
     """The graded cells, in order, with points and checks taken from the trusted notebooks."""
     released = {_nbgrader(cell).get("grade_id"): cell for cell in release.cells
@@ -116,7 +120,7 @@ def grade_items(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
     return items
 
 
-def tampering(nb: nbformat.NotebookNode, items: tuple[GradeItem, ...]) -> dict[str, str]:
+def tampering(nb: NotebookNode, items: tuple[GradeItem, ...]) -> dict[str, str]:
     """grade_id -> reason, for graded cells that were deleted, duplicated or changed."""
     by_id: dict[str, list] = {}
     for cell in nb.cells:

@@ -1,7 +1,7 @@
 """Grade submissions in a worker process (started and fed by pool.py).
 
 The student's code runs only in the kernels this process starts; checks' verdicts are
-computed here from the plain JSON the probes return. Each worker keeps one spare kernel
+computed here from the plain JSON the probes return. Each worker keeps spare kernels
 starting in the background, so the next notebook does not wait for Python and torch to
 load; a kernel serves one notebook of one student and is never reused.
 
@@ -11,6 +11,7 @@ A worker tells the main process what it has decided as it goes (:class:`ItemDeci
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import inspect
 import itertools
@@ -20,23 +21,21 @@ import shutil
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 
-from ..checks import REGISTRY, CheckFailure
-from ..checks import _probe_support
 from .autograded import write_autograded
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
 from .records import ItemResult, Limits, NotebookResult, Status
+from .startup import skip_slow_optional_imports
 from .session import (CellTimeout, KernelDied, KernelRecipe, KernelSession, OutputLimit,
                       ProbeUnavailable)
 from .structure import GradeItem, tampering
 from .testcells import CheckCall
-
-SUPPORT_SOURCE = inspect.getsource(_probe_support)
 
 
 # ---------------------------------------------------------------------- messages and config
@@ -49,12 +48,16 @@ class WorkerConfig:
     recipe: KernelRecipe
     scratch_root: Path               # kernels' folders are made here (hidden from kernels)
     autograded_dir: Path | None      # where executed copies go, for nbgrader's formgrader
+    spares: int = 1                  # kernels each worker keeps starting ahead
 
 
 @dataclass(frozen=True)
 class GradeJob:
     job_id: int
     submission: Submission
+    # Lessons of the next jobs in the queue when this one was handed out: what spare kernels
+    # are worth starting (none at the end of the run).
+    upcoming: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,13 +91,23 @@ Report = Callable[[Event], None]
 
 # ---------------------------------------------------------------------- the check API
 # The only lines that call the check framework (course_utils.checks): REGISTRY, a check's
-# make_inputs / probe / verify, and CheckFailure.
+# make_inputs / probe / verify, CheckFailure and the probes' support code. Imported on first
+# use: it imports torch, and a worker starts its first kernel before that.
+
+@functools.lru_cache(maxsize=None)
+def _support_source() -> str:
+    from ..checks import _probe_support
+
+    return inspect.getsource(_probe_support)
+
 
 def probe_expression(check_name: str, answer_names: tuple[str, ...], inputs) -> str:
     """An expression that runs a probe in the user namespace and returns JSON text."""
+    from ..checks import REGISTRY
+
     check = REGISTRY[check_name]
     program = "\n".join([
-        SUPPORT_SOURCE,
+        _support_source(),
         check.probe_source,
         "import json as _json",
         f"_inputs = _json.loads({json.dumps(inputs)!r})",
@@ -109,6 +122,8 @@ def probe_expression(check_name: str, answer_names: tuple[str, ...], inputs) -> 
 
 def run_check(session: KernelSession, call: CheckCall, seed: int) -> str | None:
     """Probe the answer in the kernel, verify here: None when it passes, else the message."""
+    from ..checks import REGISTRY, CheckFailure
+
     check = REGISTRY.get(call.check_name)
     if check is None:
         return f"internal: unknown check {call.check_name!r}"
@@ -166,48 +181,66 @@ def unread(notebook: SubmittedNotebook) -> NotebookResult:
 
 # ---------------------------------------------------------------------- kernels
 class KernelSupply:
-    """Fresh kernels, one always starting in the background while another is in use."""
+    """Fresh kernels, with spares starting in the background while one is in use.
 
-    def __init__(self, recipe: KernelRecipe, scratch_root: Path):
+    Up to ``spares`` kernels are kept starting ahead, each loading what the lesson it is
+    expected to grade imports (two let a machine's second core prepare kernels even while a
+    short notebook finishes faster than one kernel starts); never more than the notebooks
+    still to come: a spare left at the end is work wasted.
+    """
+
+    def __init__(self, recipe: KernelRecipe, scratch_root: Path, spares: int):
         self.recipe = recipe
         self.scratch_root = scratch_root
+        self.spares = spares
+        self._waiting: deque[KernelSession] = deque()
         self._names = itertools.count()
-        self._spare: KernelSession | None = None
         self._prefix = f"w{os.getpid()}-"
 
-    def _start(self) -> KernelSession:
+    def _start(self, lesson: str) -> KernelSession:
         folder = self.scratch_root / f"{self._prefix}{next(self._names)}"
-        session = KernelSession(folder, self.recipe)
+        session = KernelSession(folder, self.recipe, lesson)
         session.start()
         return session
 
-    def warm_up(self) -> None:
-        if self._spare is None:
-            self._spare = self._start()
+    def take(self, lesson: str) -> KernelSession:
+        """A kernel for one notebook of one student: the oldest live spare started for this
+        lesson, else the oldest live spare, else a new one."""
+        for candidate in list(self._waiting):
+            if not candidate.alive():
+                self._waiting.remove(candidate)
+                self.discard(candidate)
+        chosen = next((k for k in self._waiting if k.lesson == lesson), None) \
+            or (self._waiting[0] if self._waiting else None)
+        if chosen is None:
+            return self._start(lesson)
+        self._waiting.remove(chosen)
+        return chosen
 
-    def take(self) -> KernelSession:
-        """The spare kernel (or a new one if it died), and start its successor."""
-        session = self._spare if self._spare is not None and self._spare.alive() \
-            else self._start()
-        if self._spare is not None and session is not self._spare:
-            self.discard(self._spare)
-        self._spare = self._start()
-        return session
+    def top_up(self, upcoming: list[str]) -> None:
+        """Start spares for the lessons of the notebooks to come (called once the kernel in
+        use is up, so that a cold start is not slowed down by its own successors)."""
+        expected = upcoming[:self.spares]
+        have = [kernel.lesson for kernel in self._waiting]
+        for lesson in expected:
+            if lesson in have:
+                have.remove(lesson)
+            elif len(self._waiting) < self.spares:
+                self._waiting.append(self._start(lesson))
 
     def discard(self, session: KernelSession) -> None:
         session.kill()
         shutil.rmtree(session.folder, ignore_errors=True)
 
     def close(self) -> None:
-        if self._spare is not None:
-            self.discard(self._spare)
-            self._spare = None
+        while self._waiting:
+            self.discard(self._waiting.popleft())
 
 
 # ---------------------------------------------------------------------- grading
 def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
                    notebook: SubmittedNotebook, deadline: float, report: Report,
-                   job_id: int) -> NotebookResult:
+                   job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
     """Grade one submitted notebook; never raises for the student's faults."""
     spec = notebook.spec
     if notebook.path is None:
@@ -222,9 +255,10 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
     decided: dict[str, ItemResult] = {}
     outputs: dict[int, list] = {}
     stopped, status, index = "", Status.GRADED, None
-    session = kernels.take()
+    session = kernels.take(submission.lesson)
     try:
         session.begin(deadline)
+        kernels.top_up(list(upcoming))  # they start while this notebook runs
         for index, cell in enumerate(nb.cells):
             item = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
             if item is not None and item.grade_id in problems:
@@ -297,22 +331,31 @@ def grade_submission(kernels: KernelSupply, config: WorkerConfig, job: GradeJob,
                      report: Report) -> None:
     """Grade every notebook of one (student, lesson); the clock starts now."""
     deadline = time.monotonic() + config.limits.submission_timeout
-    for notebook in job.submission.notebooks:
+    notebooks = job.submission.notebooks
+    for index, notebook in enumerate(notebooks):
+        upcoming = (job.submission.lesson,) * (len(notebooks) - index - 1) + job.upcoming
         result = grade_notebook(kernels, config, job.submission, notebook, deadline, report,
-                                job.job_id)
+                                job.job_id, upcoming)
         report(NotebookDone(job.job_id, result))
     report(JobDone(job.job_id))
 
 
-def worker_main(connection: Connection, config: WorkerConfig) -> None:
-    """A worker process: grade the jobs sent on ``connection`` until it sends None."""
+def worker_main(connection: Connection) -> None:
+    """A worker process: read the run's WorkerConfig, then grade the jobs sent on
+    ``connection`` until it sends None."""
+    skip_slow_optional_imports()
     # Ctrl-C is the main process's business: it stops the workers in order (pool.py starts
     # workers with SIGINT ignored already).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # clean up kernels on terminate()
-    kernels = KernelSupply(config.recipe, config.scratch_root)
     try:
-        kernels.warm_up()
+        config = connection.recv()
+    except (EOFError, OSError):
+        return
+    if config is None:
+        return  # not needed after all
+    kernels = KernelSupply(config.recipe, config.scratch_root, config.spares)
+    try:
         while True:
             job = connection.recv()
             if job is None:
