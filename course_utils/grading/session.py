@@ -68,8 +68,11 @@ def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
             "--max-file-mb", str(recipe.limits.max_file_mb)]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
-    # No history database: the grader's cells are not history, and it would be a file per kernel.
-    return [*argv, "--HistoryManager.enabled=False", "-f", "{connection_file}"]
+    # No history database: the grader's cells are not history, and it would be a file per
+    # kernel. Plain tracebacks (file, line, function; no surrounding source): IPython's default
+    # spends seconds formatting a deep torch traceback, and error outputs are not graded.
+    return [*argv, "--HistoryManager.enabled=False", "--InteractiveShell.xmode=Plain",
+            "-f", "{connection_file}"]
 
 
 class KernelSession:
