@@ -18,7 +18,7 @@ install: $(STAMP)
 # Reinstall only when the dependency declarations change.
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
 	@touch $(STAMP)
 
 lab: $(STAMP)
@@ -40,7 +40,7 @@ release-check: $(STAMP)
 
 lock:
 	printf 'torch==2.13.0\n' > .lock-constraints.txt
-	uv pip compile pyproject.toml --extra test --universal --python-version 3.10 --no-header \
+	uv pip compile pyproject.toml --extra test --extra postgres --universal --python-version 3.10 --no-header \
 		-c .lock-constraints.txt -o requirements.lock.new && rm .lock-constraints.txt
 	@echo "Review requirements.lock.new, then move it over requirements.lock."
 

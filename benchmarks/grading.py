@@ -1,9 +1,18 @@
-"""Grading throughput: N generated submissions of two lessons, with --jobs 1 and --jobs 2.
+"""Grading throughput, side by side in one run: nbgrader autograde and `course grade`.
 
-    .venv/bin/python benchmarks/grading.py --per-lesson 10
+    .venv/bin/python benchmarks/grading.py --per-lesson 6
 
-Prints submissions per minute for each setting and their ratio. Run it on an otherwise idle
-machine; it is a benchmark, not a test.
+Generates submissions of lessons 00 and 01 (half the instructor's solutions, half blank
+releases) and grades the same files with:
+
+* ``nbgrader autograde`` (one command per lesson, as an instructor would run it);
+* ``course grade --jobs 1`` in the sandbox, and with ``--unsafe-no-sandbox`` (the sandbox's cost);
+* ``course grade --jobs 2``.
+
+Every command runs in its own process, start-up included. Prints submissions per minute, the
+ratios the grading design promises (``--jobs 1`` at least 2x nbgrader; the sandbox costing at
+most 10 %) and whether every tool gave every submission the same score. Run it on an
+otherwise idle machine: the load average is printed before and after for that reason.
 """
 from __future__ import annotations
 
@@ -11,16 +20,27 @@ import argparse
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 
-from course_utils.grading.runner import grade
-from course_utils.paths import course_root
+from course_utils.grading.gradebook import Gradebook
+from course_utils.grading.report import read_csv
+from course_utils.paths import course_root, ensure_tools_on_path
 
 LESSONS = ("00_setup", "01_tensors_devices")
+NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = "."
+c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+c.ExecutePreprocessor.timeout = 120
+"""
+
+Scores = dict[tuple[str, str], float]
 
 
 def make_submissions(root: Path, folder: Path, per_lesson: int) -> int:
@@ -33,32 +53,98 @@ def make_submissions(root: Path, folder: Path, per_lesson: int) -> int:
                 target = folder / f"student{index:03d}" / lesson / source.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 nbformat.write(nbformat.read(origin, as_version=4), target)
-                count += 1
+            count += per_lesson
     return count
 
 
+def _run(command: list[str], cwd: Path, accepted: tuple[int, ...] = (0,)) -> float:
+    """Seconds ``command`` took; stops the benchmark if it fails."""
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode not in accepted:
+        sys.exit(f"{' '.join(command[:5])} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def nbgrader_autograde(root: Path, submissions: Path, folder: Path) -> tuple[float, Scores]:
+    """Time `nbgrader autograde` over every lesson; return (seconds, scores)."""
+    course = folder / "nbgrader-course"
+    for lesson in LESSONS:
+        shutil.copytree(root / "solutions" / lesson, course / "source" / lesson)
+    shutil.copytree(submissions, course / "submitted")
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    for lesson in LESSONS:  # set-up, not timed: registers the lessons in the gradebook
+        _run([*nbgrader, "generate_assignment", lesson, "--force"], course)
+    seconds = sum(_run([*nbgrader, "autograde", lesson, "--create", "--force"], course)
+                  for lesson in LESSONS)
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for lesson in LESSONS:
+            for submission in gb.assignment_submissions(lesson):
+                scores[(submission.student.id, lesson)] = submission.score
+    return seconds, scores
+
+
+def course_grade(root: Path, submissions: Path, out: Path, *flags: str) -> tuple[float, Scores]:
+    command = [sys.executable, "-m", "course_utils", "grade", str(submissions), "--out", str(out),
+               "--seed", "0", *flags]
+    seconds = _run(command, root, accepted=(0, 1))  # 1: some rows not fully graded
+    return seconds, {(row.student, row.lesson): row.score for row in read_csv(out / "grades.csv")}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--per-lesson", type=int, default=10, help="submissions per lesson")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--per-lesson", type=int, default=6, help="submissions per lesson")
     args = parser.parse_args()
     root = course_root()
-    with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
-        submissions = Path(folder) / "submissions"
+    ensure_tools_on_path()  # nbgrader runs this environment's `alembic`
+    print(f"{platform.node()}: {os.cpu_count()} cores, {_cpu_model()}; "
+          f"load average before: {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as temporary:
+        folder = Path(temporary)
+        submissions = folder / "submissions"
         total = make_submissions(root, submissions, args.per_lesson)
-        print(f"{total} submissions of {', '.join(LESSONS)} on {platform.node()} "
-              f"({os.cpu_count()} cores, {platform.processor() or platform.machine()})")
-        rates, grades = {}, {}
-        for jobs in (1, 2):
-            out = Path(folder) / f"out-{jobs}"
-            started = time.perf_counter()
-            rows = grade(root, submissions, out, jobs=jobs, seed=0)
-            seconds = time.perf_counter() - started
-            rates[jobs] = len(rows) / seconds * 60
-            grades[jobs] = sorted((r.student, r.lesson, r.score, r.status) for r in rows)
-            print(f"--jobs {jobs}: {seconds:6.1f} s, {rates[jobs]:5.1f} submissions/minute")
-            shutil.rmtree(out)
-        print(f"speed-up --jobs 2 / --jobs 1: {rates[2] / rates[1]:.2f}x; "
-              f"identical grades: {grades[1] == grades[2]}")
+        print(f"{total} submissions of {', '.join(LESSONS)} (half solved, half blank)\n")
+        runs = {
+            "nbgrader autograde": nbgrader_autograde(root, submissions, folder),
+            "course grade --jobs 1": course_grade(root, submissions, folder / "j1", "--jobs", "1"),
+            "course grade --jobs 1 --unsafe-no-sandbox": course_grade(
+                root, submissions, folder / "j1u", "--jobs", "1", "--unsafe-no-sandbox"),
+            "course grade --jobs 2": course_grade(root, submissions, folder / "j2", "--jobs", "2"),
+        }
+    rate = {name: total / seconds * 60 for name, (seconds, _) in runs.items()}
+    width = max(map(len, runs))
+    for name, (seconds, _) in runs.items():
+        print(f"{name:<{width}}  {seconds:6.1f} s  {rate[name]:5.1f} submissions/minute")
+    per_core = rate["course grade --jobs 1"] / rate["nbgrader autograde"]
+    sandbox_cost = 1 - rate["course grade --jobs 1"] / rate["course grade --jobs 1 --unsafe-no-sandbox"]
+    print(f"\n--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
+    print(f"sandbox cost at --jobs 1: {sandbox_cost:+.1%} (goal: at most 10 %)")
+    print(f"--jobs 2 / --jobs 1: {rate['course grade --jobs 2'] / rate['course grade --jobs 1']:.2f}x")
+    reference = runs["nbgrader autograde"][1]
+    same = all(scores == reference for _, scores in runs.values())
+    print(f"same score for every submission from all four: {same}")
+    if not same:
+        for name, (_, scores) in runs.items():
+            differing = {key: (scores.get(key), reference.get(key))
+                         for key in sorted(set(reference) | set(scores))
+                         if scores.get(key) != reference.get(key)}
+            if differing:
+                print(f"  {name} vs nbgrader: {differing}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

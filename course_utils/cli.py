@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .grading.sandbox import SandboxUnavailable
+
 
 def _doctor(args) -> int:
     from . import doctor
@@ -29,20 +31,42 @@ def _release(args) -> int:
     return 0
 
 
+def _announce(isolation) -> None:
+    """The first line of `course grade`: which isolation is in force."""
+    print(f"Isolation: {isolation.description}", flush=True)
+    if not isolation.sandboxed:
+        print("course grade: WARNING: grading without a sandbox (--unsafe-no-sandbox): "
+              "nothing stops a submission from reading the solutions, other submissions and "
+              "the gradebook, changing the course and its installed packages, using the "
+              "network, or killing the grader's processes.", file=sys.stderr, flush=True)
+
+
 def _grade(args) -> int:
-    from .grading.runner import FAILED_STATUSES, format_table, grade
-    from .grading.session import Limits
+    from .grading.startup import skip_slow_optional_imports
+
+    skip_slow_optional_imports()  # before nbformat is imported: seconds saved
+    from .grading.records import Limits
+    from .grading.report import format_table
+    from .grading.runner import grade
     from .paths import course_root
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
-                    memory_mb=args.memory_mb, output_bytes=args.max_output)
+                    memory_mb=args.memory_mb, output_bytes=args.max_output,
+                    max_notebook_mb=args.max_notebook_mb)
     out = Path(args.out)
-    rows = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
-                 db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed)
-    print(format_table(rows))
+    outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
+                    db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
+                    use_sandbox=not args.unsafe_no_sandbox, on_isolation=_announce,
+                    progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(format_table(outcome.rows))
     print(f"\nGradebook: {args.db or out / 'gradebook.db'}; grades: {out / 'grades.csv'}; "
           f"feedback: {out / 'feedback'}/")
-    failed = [row for row in rows if row.status in FAILED_STATUSES]
+    if outcome.interrupted:
+        print(f"Interrupted: {len(outcome.rows)} submission(s) graded and recorded; "
+              f"{outcome.not_graded} not graded. Run the same command again to grade them "
+              "(grades are replaced, not added).")
+        return 130
+    failed = [row for row in outcome.rows if not row.status.fully_graded]
     if failed:
         print(f"{len(failed)} submission(s) could not be fully graded; see status and reason.")
         return 1
@@ -82,7 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--memory-mb", type=int, default=4096, help="memory cap of a kernel")
     grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
+    grade.add_argument("--max-notebook-mb", type=float, default=50.0,
+                       help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="grade without the bubblewrap sandbox (student code then runs "
+                            "with your rights: see docs/grading.md)")
     grade.set_defaults(run=_grade)
 
     clean = commands.add_parser("clean", help="strip outputs and volatile metadata from notebooks")
@@ -95,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, SandboxUnavailable) as error:
+        # Bad input, a missing tool or driver: one line naming it, no traceback.
         print(f"course {args.command}: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C: what was graded is already written
+        print(f"course {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -22,6 +22,8 @@ import sys
 from importlib import metadata
 from typing import Any, TextIO
 
+from .grading import sandbox as grading_sandbox
+
 #: Distribution name -> the label shown in the report.
 PACKAGES = {
     "torch": "PyTorch",
@@ -227,6 +229,8 @@ def collect() -> dict[str, Any]:
         "packages": {name: _version(name) for name in PACKAGES},
         "multiprocessing": start,
         "cpu": {"torch_threads": None, "os_cpu_count": os.cpu_count()},
+        # For instructors: the sandbox `course grade` runs student kernels in.
+        "grading_isolation": grading_sandbox.detect().as_dict(),
     }
     try:
         import torch
@@ -325,6 +329,10 @@ def format_report(report: dict[str, Any]) -> str:
     if report.get("advice"):
         lines += ["", f"Advice for {report['platform']['system'] or 'this system'}"]
         lines += [f"  - {item}" for item in report["advice"]]
+    isolation = report["grading_isolation"]
+    lines += ["", "Grading (instructors)", f"  isolation: {isolation['description']}"]
+    if not isolation["sandboxed"]:
+        lines.append(f"  `course grade` needs it: {isolation['problem']}")
     lines += ["", "Verdict: " + ("ready." if report["ok"] else f"NOT ready: {report['error']}")]
     return "\n".join(lines)
 

@@ -1,6 +1,9 @@
 """Shared fixtures and the rule that GPU tests skip, with a reason, where no CUDA device exists."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +31,33 @@ def no_course_device(monkeypatch):
 @pytest.fixture(scope="session")
 def course_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def grading_sandbox():
+    """The bubblewrap sandbox `course grade` needs; skip (fail under CI) where it cannot run."""
+    from course_utils.grading import sandbox
+
+    isolation = sandbox.detect()
+    if not isolation.sandboxed:
+        message = f"needs the grading sandbox: {isolation.problem}"
+        if os.environ.get("CI"):  # CI installs bubblewrap (.ci/run): its absence is a failure
+            pytest.fail(message)
+        pytest.skip(message)
+    return isolation
+
+
+def run_course(*args, env=None, timeout=900, **kwargs):
+    """`course ARGS...` in a fresh process, from the course root, as an instructor runs it."""
+    return subprocess.run([sys.executable, "-m", "course_utils", *args], cwd=ROOT, text=True,
+                          capture_output=True, env={**os.environ, **(env or {})},
+                          timeout=timeout, **kwargs)
+
+
+def course_state(root: Path = ROOT) -> str:
+    """What git sees of the course (tracked changes and untracked files), to compare later."""
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=root, capture_output=True, text=True, check=True).stdout
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+    return status + "\n" + diff

@@ -2,13 +2,16 @@
 
 Lesson 00 has two autograded exercises (test_pick_device, test_gpu_inventory: 2 points
 each) and one written answer graded by hand. Every case starts from the instructor's
-solution (an honest, correct submission) and changes it.
+solution (an honest, correct submission) and changes it — its content, or how it lies on
+disk (symbolic links, a renamed download).
 """
 from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import nbformat
@@ -33,6 +36,9 @@ class Case:
     score: float
     status: str
     reason: str = ""  # a substring of the row's reason, or of a cell message
+    # Writes the case into SUBMISSIONS/<student>/ itself (links, renamed files): called with
+    # (the built notebook, the student's folder, the course root).
+    lay_out: Callable[[object, Path, Path], None] | None = None
 
 
 def _index(nb, grade_id):
@@ -94,7 +100,7 @@ INPUT_TRANSFORMER = (
 
 PATCH_CHECKS = (
     "from course_utils import checks\n"
-    "from course_utils.checks import _core\n"
+    "from course_utils.checks import framework as _core\n"
     "for _name in list(_core.REGISTRY):\n"
     "    setattr(checks, _name, lambda *a, **k: print('✔ passed'))\n"
     "_core.Check.__call__ = lambda self, *a, **k: None\n"
@@ -127,11 +133,73 @@ READ_SOLUTIONS = (
     "    if cell.get('metadata', {}).get('nbgrader', {}).get('solution'):\n"
     "        exec(''.join(cell['source']))\n")
 
+# Finds the gradebook from the command line of the `course grade` process it runs under
+# (its own ancestors only: never another run on the machine) and installs a trigger that
+# turns every score the grader writes afterwards — its own included — into 100. Without
+# the sandbox this succeeds (tests/test_grading_resilience.py shows it); in the sandbox the
+# grader's processes and files are out of sight.
 GRADEBOOK_TAMPER = (
-    "import glob, os, sqlite3\n"
-    "for path in glob.glob('/tmp/**/gradebook.db', recursive=True):\n"
-    "    with sqlite3.connect(path) as db:\n"
-    "        db.execute('update grade set auto_score = 100')\n")
+    "import os, pathlib, sqlite3, time\n"
+    "def _ancestors():\n"
+    "    pid = os.getppid()\n"
+    "    while pid > 1:\n"
+    "        yield pid\n"
+    "        stat = pathlib.Path(f'/proc/{pid}/stat').read_text()\n"
+    "        pid = int(stat.rsplit(')', 1)[1].split()[1])\n"
+    "def _gradebooks():\n"
+    "    for pid in _ancestors():\n"
+    "        try:\n"
+    "            args = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\\0')\n"
+    "            cwd = os.readlink(f'/proc/{pid}/cwd')\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        if b'--out' in args:\n"
+    "            yield pathlib.Path(cwd, args[args.index(b'--out') + 1].decode(), 'gradebook.db')\n"
+    "books = []\n"
+    "for _ in range(50):  # the grader may still be creating it\n"
+    "    books = [book for book in _gradebooks() if book.exists()]\n"
+    "    if books:\n"
+    "        break\n"
+    "    time.sleep(0.2)\n"
+    "for book in books:\n"
+    "    with sqlite3.connect(book, timeout=30) as db:\n"
+    "        db.execute('CREATE TRIGGER IF NOT EXISTS full_marks AFTER UPDATE OF auto_score '\n"
+    "                   'ON grade WHEN NEW.auto_score IS NOT 100 BEGIN '\n"
+    "                   'UPDATE grade SET auto_score = 100 WHERE id = NEW.id; END')\n"
+    "print('gradebooks found:', len(books))\n")
+
+# Appends a line to the installed course package, to the course root and to an installed
+# third-party package; prints what happened to each. A line that landed would be imported
+# by every later grading run.
+MARKER = "# written by a graded submission: this line must never land"
+WRITE_INSTALLATION = (
+    "import pathlib, course_utils, torch\n"
+    "package = pathlib.Path(course_utils.__file__).resolve().parent\n"
+    "targets = [package / 'checks' / 'framework.py', package / '__init__.py',\n"
+    "           package.parent / 'Makefile', package.parent / 'pyproject.toml',\n"
+    "           pathlib.Path(torch.__file__)]\n"
+    "for target in targets:\n"
+    "    try:\n"
+    "        with open(target, 'a') as handle:\n"
+    f"            handle.write('\\n{MARKER}\\n')\n"
+    "        print('WROTE', target)\n"
+    "    except OSError as error:\n"
+    "        print('refused', target.name, type(error).__name__)\n")
+WRITE_TARGETS = 5
+
+# Signals the grader: the parent of the kernel, then every process it may signal. Inside
+# the sandbox the parent is the sandbox's own init (immune) and there is no one else.
+KILL_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+KILL_EVERYTHING = (
+    "import os, signal\n"
+    "# Safety for the machine running the tests: outside a PID namespace (many processes\n"
+    "# visible), die alone instead, so that the case fails loudly (kernel-died).\n"
+    "if len([pid for pid in os.listdir('/proc') if pid.isdigit()]) > 3:\n"
+    "    os._exit(3)\n"
+    "os.kill(-1, signal.SIGKILL)\n")
+
+DEEPLY_NESTED = '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": ' \
+    + "[" * 300_000 + "]" * 300_000 + "}"
 
 HARDCODED_VISIBLE = (
     "_answers = iter([torch.device('cuda'), torch.device('cpu')])\n"
@@ -208,17 +276,57 @@ CASES = [
     Case("nbformat-3", "an nbformat 3 notebook",
          lambda nb: json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
                                 "worksheets": [], "cells": []}), 0, "invalid", "version 3"),
+    # --- outside the kernel: the grader's processes, the installation, the file system
+    Case("kill-parent", "SIGKILLs its kernel's parent, then solves everything",
+         lambda nb: _before(nb, "gpu_inventory", KILL_PARENT), 4, "graded"),
+    Case("kill-everything", "os.kill(-1, SIGKILL), then solves everything",
+         lambda nb: _before(nb, "gpu_inventory", KILL_EVERYTHING), 4, "graded"),
+    Case("write-installation", "appends to course_utils, the course root and torch",
+         _hack(WRITE_INSTALLATION), 0, "graded"),
+    Case("symlinked-notebook", "setup.ipynb is a link to the instructor's solution",
+         lambda nb: nb, 0, "invalid", "is a symbolic link",
+         lay_out=lambda nb, folder, root: _link(
+             root / "solutions" / LESSON / NOTEBOOK, folder / LESSON / NOTEBOOK)),
+    Case("symlinked-lesson", "the lesson folder is a link to the instructor's solutions",
+         lambda nb: nb, 0, "invalid", "is a symbolic link",
+         lay_out=lambda nb, folder, root: _link(root / "solutions" / LESSON, folder / LESSON)),
+    Case("deeply-nested", "600 kB of nested JSON arrays", lambda nb: DEEPLY_NESTED, 0,
+         "invalid", "nested too deeply"),
+    Case("renamed-download", "the solution saved by a browser as 'setup (1).ipynb'",
+         lambda nb: nb, 4, "graded", "graded 'setup (1).ipynb'",
+         lay_out=lambda nb, folder, root: _write(nb, folder / LESSON / "setup (1).ipynb")),
+    Case("two-renamed", "two renamed copies and a text file: which one is meant?",
+         lambda nb: nb, 0, "missing", "found 'notes.txt', 'setup (1).ipynb', 'setup (2).ipynb'",
+         lay_out=lambda nb, folder, root: _two_renamed(nb, folder / LESSON)),
 ]
 
 
-def write_case(case: Case, solution: nbformat.NotebookNode, folder) -> None:
-    """Write SUBMISSIONS/<student>/00_setup/setup.ipynb for one case."""
-    target = folder / case.student / LESSON / NOTEBOOK
+def _two_renamed(nb, folder: Path) -> None:
+    for name in ("setup (1).ipynb", "setup (2).ipynb"):
+        _write(nb, folder / name)
+    (folder / "notes.txt").write_text("my notes\n")
+
+
+def _link(target: Path, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+
+
+def _write(built, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    built = case.build(copy.deepcopy(solution))
     if isinstance(built, bytes):
         target.write_bytes(built)
     elif isinstance(built, str):
         target.write_text(built)
     else:
         nbformat.write(built, target)
+
+
+def write_case(case: Case, solution: nbformat.NotebookNode, folder: Path, root: Path) -> None:
+    """Write SUBMISSIONS/<student>/00_setup/ for one case."""
+    built = case.build(copy.deepcopy(solution))
+    if case.lay_out is not None:
+        (folder / case.student).mkdir(parents=True, exist_ok=True)
+        case.lay_out(built, folder / case.student, root)
+    else:
+        _write(built, folder / case.student / LESSON / NOTEBOOK)

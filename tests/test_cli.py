@@ -2,21 +2,13 @@
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from course_utils.cli import main
 
-from .conftest import ROOT
-
-
-def run_course(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "course_utils", *args], cwd=ROOT, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})}, timeout=300)
+from .conftest import ROOT, run_course
 
 
 def test_doctor_fails_in_one_line_for_a_missing_device():
@@ -43,6 +35,9 @@ def test_doctor_json_runs(tmp_path):
     (["grade", "no-such-folder"], "does not exist"),
     (["grade", ".", "--jobs", "0"], "at least 1"),
     (["grade", ".", "--lesson", "99_nope"], "'99_nope'"),
+    (["grade", ".", "--timeout", "-1"], "--timeout must be a number > 0 (s), got -1.0"),
+    (["grade", ".", "--max-notebook-mb", "0"], "--max-notebook-mb must be a number > 0"),
+    (["grade", ".", "--memory-mb", "-5"], "--memory-mb must be a number ≥ 0 (0: no cap)"),
     (["release", "99_nope", "--check"], "00_setup"),
 ])
 def test_bad_input_gets_one_clear_error(capsys, monkeypatch, args, message):
@@ -52,8 +47,20 @@ def test_bad_input_gets_one_clear_error(capsys, monkeypatch, args, message):
     assert message in capsys.readouterr().err
 
 
+def test_grade_without_bubblewrap_says_how_to_install_it(tmp_path):
+    """Checks `course grade` refuses to run unsandboxed by default, in one line with the fix."""
+    done = run_course("grade", str(ROOT / "notebooks"), "--out", str(tmp_path),
+                      env={"PATH": str(tmp_path)})  # a PATH without bwrap
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "bwrap was not found" in lines[0] and "sudo apt-get install bubblewrap" in lines[0]
+    assert "--unsafe-no-sandbox" in lines[0]
+    assert not (tmp_path / "grades.csv").exists()
+
+
 @pytest.mark.slow
-def test_grade_prints_a_row_per_submission(tmp_path):
+def test_grade_prints_a_row_per_submission(tmp_path, grading_sandbox):
     """Checks a correct, a blank and a corrupt submission give full, zero and an error row."""
     submissions = tmp_path / "submissions"
     for student, source in (("correct", ROOT / "solutions"), ("blank", ROOT / "notebooks")):
@@ -64,7 +71,9 @@ def test_grade_prints_a_row_per_submission(tmp_path):
     out = tmp_path / "out"
     done = run_course("grade", str(submissions), "--out", str(out), "--jobs", "2")
     assert done.returncode == 1, done.stdout + done.stderr  # one submission could not be graded
-    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[2:5]}
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Isolation: bubblewrap")
+    rows = {line.split()[0]: line.split() for line in lines[3:6]}
     assert rows["correct"][2:5] == ["4", "6", "graded"]
     assert rows["blank"][2:5] == ["0", "6", "graded"]
     assert rows["corrupt"][2:5] == ["0", "6", "invalid"]

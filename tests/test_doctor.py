@@ -315,3 +315,22 @@ def test_simulated_mac(monkeypatch):
     advice = " ".join(report["advice"])
     assert 'if __name__ == "__main__":' in advice and "num_workers=0" in advice
     assert "leave it False" in advice
+
+
+# ------------------------------------------------------------------ grading isolation
+
+def test_report_says_which_grading_isolation_is_in_force(grading_sandbox):
+    """Checks the report names the sandbox `course grade` will use, text and JSON alike."""
+    status, text = run_main()
+    assert status == 0
+    assert f"isolation: {grading_sandbox.description}" in text
+    assert doctor.collect()["grading_isolation"]["sandboxed"] is True
+
+
+def test_report_says_how_to_install_the_sandbox_where_it_is_missing(tmp_path):
+    """Checks a machine without bwrap gets the install command, and stays ready for learners."""
+    done = subprocess.run([sys.executable, "-m", "course_utils", "doctor"], text=True,
+                          capture_output=True, env={**os.environ, "PATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert "isolation: none: bubblewrap (bwrap) is not installed" in done.stdout
+    assert "sudo apt-get install bubblewrap" in done.stdout

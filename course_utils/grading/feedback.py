@@ -4,39 +4,41 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from .records import Status, SubmissionResult
+
 STYLE = """body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}
 table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.4rem;
 vertical-align:top;text-align:left}.ok{color:#176117}.bad{color:#a11}.todo{color:#555}
 pre{white-space:pre-wrap;margin:0;font-family:inherit}"""
 
 
-def render(result: dict) -> str:
+def render(result: SubmissionResult) -> str:
     """One page for one student's lesson."""
-    student, lesson = html.escape(result["student"]), html.escape(result["lesson"])
+    student, lesson = html.escape(result.student), html.escape(result.lesson)
     parts = [f"<!doctype html><meta charset='utf-8'><title>{lesson} — {student}</title>",
              f"<style>{STYLE}</style><h1>Feedback: {lesson}</h1><p>Student: {student}</p>"]
     total = auto_maximum = manual_maximum = 0.0
-    for notebook in result["notebooks"]:
-        parts.append(f"<h2>{html.escape(notebook['name'])}.ipynb</h2>")
-        if notebook["status"] != "graded":
-            parts.append(f"<p class='bad'>Status: {html.escape(notebook['status'])} — "
-                         f"{html.escape(notebook['reason'])}</p>")
+    for notebook in result.notebooks:
+        parts.append(f"<h2>{html.escape(notebook.name)}.ipynb</h2>")
+        if notebook.status is not Status.GRADED or notebook.reason:
+            parts.append(f"<p class='bad'>Status: {html.escape(notebook.status.value)} — "
+                         f"{html.escape(notebook.reason)}</p>")
         parts.append("<table><tr><th>exercise</th><th>what is checked</th><th>score</th>"
                      "<th>feedback</th></tr>")
-        for item in notebook["items"]:
-            score = item["score"]
-            if score is None:
-                manual_maximum += item["points"]
+        for item in notebook.items:
+            if item.score is None:
+                manual_maximum += item.points
             else:
-                auto_maximum += item["points"]
-                total += score
-            css = "todo" if score is None else ("ok" if score == item["points"] else "bad")
-            shown = "to be graded by hand" if score is None else f"{score:g} / {item['points']:g}"
+                auto_maximum += item.points
+                total += item.score
+            css = "todo" if item.score is None else ("ok" if item.score == item.points else "bad")
+            shown = "to be graded by hand" if item.score is None \
+                else f"{item.score:g} / {item.points:g}"
             parts.append(
-                f"<tr><td>{html.escape(item['grade_id'])}</td>"
-                f"<td>{html.escape(item['docstring'] or 'written answer')}</td>"
+                f"<tr><td>{html.escape(item.grade_id)}</td>"
+                f"<td>{html.escape(item.docstring or 'written answer')}</td>"
                 f"<td class='{css}'>{shown}</td>"
-                f"<td><pre>{html.escape(item['message'])}</pre></td></tr>")
+                f"<td><pre>{html.escape(item.message)}</pre></td></tr>")
         parts.append("</table>")
     summary = f"<p><strong>Autograded score: {total:g} / {auto_maximum:g}</strong>"
     if manual_maximum:
@@ -45,9 +47,8 @@ def render(result: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_all(folder: Path, results: list[dict]) -> None:
-    """feedback/<student>/<lesson>.html for every result."""
-    for result in results:
-        target = folder / result["student"] / f"{result['lesson']}.html"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render(result), encoding="utf-8")
+def write(folder: Path, result: SubmissionResult) -> None:
+    """feedback/<student>/<lesson>.html for one result."""
+    target = folder / result.student / f"{result.lesson}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render(result), encoding="utf-8")

@@ -1,17 +1,46 @@
-"""Record grades in nbgrader's gradebook (SQLite by default, any SQLAlchemy URL)."""
+"""Record grades in nbgrader's gradebook (SQLite by default, PostgreSQL for shared grading).
+
+Several `course grade` runs, on several machines, may write into one PostgreSQL gradebook
+at once (each grading a shard of the class). Two things make that safe:
+
+* the schema is created and the lessons registered under a PostgreSQL advisory lock, so
+  exactly one run does it and the others then find it done;
+* each submission is recorded in its own transaction, retried when a concurrent run created
+  the same row first (a student graded for two lessons on two machines, say).
+"""
 from __future__ import annotations
 
+import contextlib
+import logging
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
-import nbgrader
-import nbgrader.api
-from nbgrader.api import Gradebook as _Gradebook
-from nbgrader.api import MissingEntry
-from sqlalchemy.exc import SAWarning
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, SAWarning
 
 from ..paths import ensure_tools_on_path
+from .records import SubmissionResult
+from .structure import Lesson
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook as NbgraderGradebook
+
+# nbgrader is imported where it is used: importing it takes seconds (its server extensions
+# come with it), and a run starts its workers before it needs the gradebook.
+
+POSTGRES_EXTRA = "pip install -e '.[postgres]'"
+# Any fixed 64-bit number: the advisory lock every `course grade` run takes to set up a
+# PostgreSQL gradebook.
+SETUP_LOCK_KEY = 0x636F75727365  # "course"
+RECORD_ATTEMPTS = 5
+
+
+class GradebookUnavailable(ValueError):
+    """The gradebook URL cannot be used here; the message says why and what to do."""
 
 
 def _alembic_head() -> str:
@@ -20,6 +49,7 @@ def _alembic_head() -> str:
     nbgrader asks a separate `alembic` process for it (about 4 s here); alembic's own API
     gives the same answer in-process.
     """
+    import nbgrader
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
@@ -28,65 +58,165 @@ def _alembic_head() -> str:
     return ScriptDirectory.from_config(config).get_current_head()
 
 
-NBGRADER_ALEMBIC_VERSION = nbgrader.api.get_alembic_version
+def database_url(db_url: str) -> str:
+    """The URL to open, with its driver checked; GradebookUnavailable in one line otherwise.
+
+    A plain ``postgresql://`` URL means psycopg 3 (the ``postgres`` extra) whatever the
+    installed SQLAlchemy's default driver is.
+    """
+    try:
+        url = make_url(db_url)
+    except ArgumentError:
+        raise GradebookUnavailable(
+            f"--db {db_url!r} is not a database URL; use e.g. sqlite:///gradebook.db or "
+            "postgresql://user@host/course.") from None
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    shown = url.render_as_string(hide_password=True)
+    try:
+        dialect = url.get_dialect()
+    except Exception as error:  # noqa: BLE001 - SQLAlchemy: unknown dialect name
+        raise GradebookUnavailable(f"--db {shown}: unknown database kind ({error}).") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        if url.get_backend_name() == "postgresql":
+            raise GradebookUnavailable(
+                f"--db {shown} needs the PostgreSQL driver psycopg 3, which is not installed "
+                f"({error}); install the course's postgres extra: {POSTGRES_EXTRA}") from None
+        raise GradebookUnavailable(f"--db {shown} needs a database driver that is not "
+                                   f"installed ({error}).") from None
+    return url.render_as_string(hide_password=False)
 
 
-def Gradebook(db_url: str) -> _Gradebook:  # noqa: N802 - stands in for the class
+def sqlite_path(db_url: str) -> Path | None:
+    """The file of an SQLite gradebook, or None for a server database."""
+    url = make_url(db_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return None
+    return Path(url.database)
+
+
+def Gradebook(db_url: str) -> NbgraderGradebook:  # noqa: N802 - stands in for the class
+    """nbgrader's Gradebook, stamping a new database with the schema revision in-process."""
+    import nbgrader.api
+
     ensure_tools_on_path()
+    nbgraders_own = nbgrader.api.get_alembic_version
     nbgrader.api.get_alembic_version = _alembic_head
     try:
-        return _Gradebook(db_url)
+        return nbgrader.api.Gradebook(db_url)
     finally:
-        nbgrader.api.get_alembic_version = NBGRADER_ALEMBIC_VERSION
+        nbgrader.api.get_alembic_version = nbgraders_own
 
 
-def register_lessons(db_url: str, lessons: dict[str, list[Path]]) -> None:
-    """Create or update each assignment, its notebooks and graded cells, from the sources."""
-    with Gradebook(db_url) as gb:
-        for lesson, source_notebooks in lessons.items():
-            gb.update_or_create_assignment(lesson)
-            for path in source_notebooks:
-                _register_notebook(gb, lesson, path)
-
-
-def _register_notebook(gb: _Gradebook, lesson: str, path: Path) -> None:
-    name = path.stem
-    gb.update_or_create_notebook(name, lesson)
-    for cell in nbformat.read(path, as_version=4).cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade"):
-            gb.update_or_create_grade_cell(meta["grade_id"], name, lesson,
-                                           max_score=float(meta.get("points", 0)),
-                                           cell_type=cell.cell_type)
-        if meta.get("solution"):
-            gb.update_or_create_solution_cell(meta["grade_id"], name, lesson)
-
-
-def record_all(db_url: str, results: list[dict]) -> None:
-    """Store every submission's results in one session; re-grading replaces earlier scores."""
-    with warnings.catch_warnings(), Gradebook(db_url) as gb:
-        # nbgrader's add_submission trips SQLAlchemy's autoflush warning; the rows are right.
-        warnings.filterwarnings("ignore", category=SAWarning)
-        for result in results:
-            _record(gb, result)
-        gb.db.commit()
-
-
-def _record(gb: _Gradebook, result: dict) -> None:
-    student, lesson = result["student"], result["lesson"]
-    gb.update_or_create_student(student)
+@contextlib.contextmanager
+def _setup_lock(db_url: str) -> Iterator[None]:
+    """Held while one run creates the schema and registers lessons (PostgreSQL only)."""
+    url: URL = make_url(db_url)
+    if url.get_backend_name() != "postgresql":
+        yield  # SQLite: one machine, one run at a time
+        return
+    engine = create_engine(url)
     try:
-        gb.find_submission(lesson, student)
-    except MissingEntry:
-        gb.add_submission(lesson, student)
-    for notebook in result["notebooks"]:
-        for item in notebook["items"]:
-            grade = gb.find_grade(item["grade_id"], notebook["name"], lesson, student)
-            manual = item["score"] is None  # a written answer: left for the instructor
-            grade.auto_score = None if manual else float(item["score"])
-            grade.needs_manual_grade = manual
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SETUP_LOCK_KEY})
             try:
-                comment = gb.find_comment(item["grade_id"], notebook["name"], lesson, student)
-                comment.auto_comment = item["message"]
+                yield
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"),
+                                   {"key": SETUP_LOCK_KEY})
+                connection.commit()
+    finally:
+        engine.dispose()
+
+
+def register_lessons(db_url: str, lessons: list[Lesson]) -> None:
+    """Create the gradebook if needed, and each assignment, notebook and graded cell."""
+    with _setup_lock(db_url), Gradebook(db_url) as gb:
+        for lesson in lessons:
+            gb.update_or_create_assignment(lesson.name)
+            for notebook in lesson.notebooks:
+                gb.update_or_create_notebook(notebook.name, lesson.name)
+                for item in notebook.items:
+                    gb.update_or_create_grade_cell(item.grade_id, notebook.name, lesson.name,
+                                                   max_score=item.points,
+                                                   cell_type=item.cell_type)
+                for grade_id in notebook.solution_cells:
+                    gb.update_or_create_solution_cell(grade_id, notebook.name, lesson.name)
+
+
+class GradebookWriter:
+    """One open gradebook that records results one at a time, as they arrive."""
+
+    def __init__(self, db_url: str):
+        self._gb = Gradebook(db_url)
+
+    def __enter__(self) -> "GradebookWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._gb.close()
+
+    def record(self, result: SubmissionResult) -> None:
+        """Store one submission; re-grading replaces earlier scores. Retries a unique-key race.
+
+        A concurrent run may insert the same student or submission between our look-up and
+        our insert; the retry then finds that row.
+        """
+        from nbgrader.api import InvalidEntry
+
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                with _quiet_nbgrader(), warnings.catch_warnings():
+                    # nbgrader's add_submission trips SQLAlchemy's autoflush warning; the rows
+                    # are right.
+                    warnings.filterwarnings("ignore", category=SAWarning)
+                    _record(self._gb, result)
+                    self._gb.db.commit()
+                return
+            except (InvalidEntry, IntegrityError):
+                self._gb.db.rollback()
+                if attempt == RECORD_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+
+@contextlib.contextmanager
+def _quiet_nbgrader() -> Iterator[None]:
+    """nbgrader logs a traceback before raising on a unique-key race, which we retry."""
+    logger = logging.getLogger("tornado.application")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _record(gb: NbgraderGradebook, result: SubmissionResult) -> None:
+    from nbgrader.api import MissingEntry
+
+    gb.update_or_create_student(result.student)
+    try:
+        gb.find_submission(result.lesson, result.student)
+    except MissingEntry:
+        gb.add_submission(result.lesson, result.student)
+    for notebook in result.notebooks:
+        for item in notebook.items:
+            grade = gb.find_grade(item.grade_id, notebook.name, result.lesson, result.student)
+            grade.auto_score = None if item.manual else float(item.score)
+            grade.needs_manual_grade = item.manual  # a written answer: left for the instructor
+            try:
+                comment = gb.find_comment(item.grade_id, notebook.name, result.lesson,
+                                          result.student)
+                comment.auto_comment = item.message
             except MissingEntry:
                 pass  # test cells have no comment row in nbgrader's schema
+
+
+def record_all(db_url: str, results: list[SubmissionResult]) -> None:
+    """Store several results (each in its own transaction)."""
+    with GradebookWriter(db_url) as writer:
+        for result in results:
+            writer.record(result)

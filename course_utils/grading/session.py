@@ -1,13 +1,17 @@
-"""A student's kernel, with timeouts that hold against code that ignores SIGINT."""
+"""A student's kernel: started early, sandboxed, with timeouts that hold against any code.
+
+A :class:`KernelSession` is *started* (a process is spawned; it imports the lessons' modules
+on its own) long before it is *used*: the grader keeps one spare per worker while the
+current submission runs. The kernel talks to the grader over Unix sockets in its own folder
+(``ipc`` transport): inside the sandbox it has no network, not even the host's loopback.
+"""
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +19,9 @@ from queue import Empty
 
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
+
+from .records import Limits
+from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
 
@@ -31,17 +38,8 @@ class OutputLimit(RuntimeError):
     """A cell printed more than the output cap; the kernel has been killed."""
 
 
-@dataclass
-class Limits:
-    """Bounds on one submission's run (seconds, MiB, bytes)."""
-
-    cell_timeout: float = 30.0
-    submission_timeout: float = 120.0
-    memory_mb: int = 4096
-    output_bytes: int = 1_000_000
-    startup_timeout: float = 60.0
-    hide: list = field(default_factory=list)  # folders the kernel must not see
-    namespace_prefix: list = field(default_factory=list)  # from unshare_prefix()
+class ProbeUnavailable(RuntimeError):
+    """The probe could not run in the kernel (its answer names are undefined, say)."""
 
 
 @dataclass
@@ -53,79 +51,122 @@ class CellRun:
     error: str = ""
 
 
-def unshare_prefix() -> list[str]:
-    """The command that gives the kernel a private mount namespace, or [] where none can be had."""
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        return []
-    candidates = [["unshare", "--mount", "--propagation", "private"]]
-    if os.geteuid() != 0:
-        candidates = [["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]]
-    with tempfile.TemporaryDirectory() as folder:
-        for prefix in candidates:
-            probe = [*prefix, "mount", "-t", "tmpfs", "-o", "size=1m", "none", folder]
-            if subprocess.run(probe, capture_output=True).returncode == 0:
-                return prefix
-    return []
+@dataclass(frozen=True)
+class KernelRecipe:
+    """How every kernel of a run is started (the same for every student)."""
+
+    limits: Limits
+    env: dict[str, str]
+    preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
+    bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
+    hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
 
 
-def _write_kernelspec(folder: Path, limits: "Limits") -> Path:
-    spec_dir = folder / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    hidden = [str(Path(path)) for path in limits.hide if Path(path).is_dir()]
-    prefix = limits.namespace_prefix if hidden else []
-    argv = [*prefix, sys.executable, "-m", "course_utils.grading.kernel",
-            "--memory-mb", str(limits.memory_mb)]
-    for path in hidden if prefix else []:
-        argv += ["--hide", path]
-    argv += ["-f", "{connection_file}"]
-    (spec_dir / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "course grader", "language": "python"}))
-    return folder / "kernels"
+def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
+    argv = [sys.executable, "-m", "course_utils.grading.kernel",
+            "--memory-mb", str(recipe.limits.memory_mb),
+            "--max-file-mb", str(recipe.limits.max_file_mb)]
+    for module in recipe.preload.get(lesson, ()):
+        argv += ["--preload", module]
+    # No history database: the grader's cells are not history, and it would be a file per
+    # kernel. Plain tracebacks (file, line, function; no surrounding source): IPython's default
+    # spends seconds formatting a deep torch traceback, and error outputs are not graded.
+    return [*argv, "--HistoryManager.enabled=False", "--InteractiveShell.xmode=Plain",
+            "-f", "{connection_file}"]
 
 
 class KernelSession:
-    """Run cells and probes in a fresh, limited kernel whose working folder is ``workdir``."""
+    """One kernel in its own folder: ``<folder>/home`` (HOME, cwd) and ``<folder>/ipc``.
 
-    def __init__(self, workdir: Path, limits: Limits, deadline: float):
-        self.workdir = Path(workdir)
-        self.limits = limits
-        self.deadline = deadline
-        self._spec_root = tempfile.TemporaryDirectory(prefix="course-kernelspec-")
-        kernels = _write_kernelspec(Path(self._spec_root.name), limits)
+    ``lesson`` only chooses which modules it imports ahead (any kernel can grade any lesson).
+    """
+
+    def __init__(self, folder: Path, recipe: KernelRecipe, lesson: str | None = None):
+        self.folder = Path(folder)
+        self.home = self.folder / "home"
+        self.ipc = self.folder / "ipc"
+        for path in (self.home, self.ipc, self.folder / "spec" / KERNEL_NAME):
+            path.mkdir(parents=True)
+        self.limits = recipe.limits
+        self.lesson = lesson
+        self.deadline = float("inf")
+        command = kernel_command(recipe, lesson)
+        if recipe.bwrap:
+            confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,))
+            command = bwrap_argv(command, confinement, bwrap=recipe.bwrap)
+        # "message": the kernel interrupts itself, since from outside its session it cannot
+        # be reached by a process-group signal.
+        (self.folder / "spec" / KERNEL_NAME / "kernel.json").write_text(json.dumps(
+            {"argv": command, "display_name": "course grader", "language": "python",
+             "interrupt_mode": "message"}))
         self.manager = KernelManager(
-            kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.folder / "spec")]),
+            transport="ipc", ip=str(self.ipc / "k"),
+            connection_file=str(self.ipc / "connection.json"))
         self.client = None
         self.pid: int | None = None
+        self._env = dict(recipe.env, HOME=str(self.home))
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, env: dict[str, str]) -> None:
+    def start(self) -> None:
+        """Spawn the kernel and return at once: it loads in the background."""
         # The kernel's own stderr (ipykernel's start-up chatter) is not the student's output,
         # which travels over the iopub channel.
-        self.manager.start_kernel(cwd=str(self.workdir), env=env, stdout=subprocess.DEVNULL,
+        self.manager.start_kernel(cwd=str(self.home), env=self._env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         self.pid = self.manager.provisioner.pid if self.manager.provisioner else None
+
+    def begin(self, deadline: float) -> None:
+        """Wait until the kernel answers; from now on ``deadline`` bounds everything."""
+        self.deadline = deadline
         self.client = self.manager.client()
         self.client.start_channels()
-        try:
-            self.client.wait_for_ready(timeout=self._budget(self.limits.startup_timeout))
-        except RuntimeError as error:
-            self.kill()
-            raise KernelDied(f"the kernel did not start: {error}") from None
+        self._handshake(time.monotonic() + self._budget(self.limits.startup_timeout))
+
+    def _handshake(self, end: float) -> None:
+        """kernel_info answered on shell, and IOPub delivering: a cell's output sent before
+        IOPub is connected would be lost. (jupyter_client's wait_for_ready checks the same,
+        but spends 0.2 s on a kernel that is long ready: a spare.)"""
+        replied = published = False
+        msg_id, asked = self.client.kernel_info(), time.monotonic()
+        while not (replied and published):
+            if not self.alive():
+                self.kill()
+                raise KernelDied("the kernel did not start: it exited")
+            if time.monotonic() > end:
+                self.kill()
+                raise KernelDied("the kernel did not start in time")
+            if not replied:
+                try:
+                    reply = self.client.get_shell_msg(timeout=0.05)
+                    replied = reply["parent_header"].get("msg_id") == msg_id
+                except Empty:
+                    pass
+            if not published:
+                try:
+                    self.client.get_iopub_msg(timeout=0.05)
+                    published = True
+                except Empty:
+                    if replied and time.monotonic() - asked > 0.5:
+                        # Its busy/idle went out before IOPub connected: ask again.
+                        msg_id, asked, replied = self.client.kernel_info(), time.monotonic(), False
 
     def kill(self) -> None:
-        """Kill the kernel's whole process group, whatever it does with signals."""
+        """Kill the kernel and everything it started, whatever it does with signals."""
         if self.client is not None:
             self.client.stop_channels()
         if self.pid:
             try:
-                os.killpg(self.pid, signal.SIGKILL)  # the kernel leads its own session
+                # The kernel (or its sandbox, whose death ends its PID namespace) leads its
+                # own process group.
+                os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         try:
             self.manager.shutdown_kernel(now=True)
         except Exception:  # noqa: BLE001 - already dead is fine
             pass
-        self._spec_root.cleanup()
 
     def alive(self) -> bool:
         return self.manager.is_alive()
@@ -209,10 +250,6 @@ class KernelSession:
         if result.get("status") != "ok":
             raise ProbeUnavailable(f"{result.get('ename')}: {result.get('evalue')}")
         return result["data"]["text/plain"]
-
-
-class ProbeUnavailable(RuntimeError):
-    """The probe could not run in the kernel (its answer names are undefined, say)."""
 
 
 def _as_output(kind: str, content: dict) -> dict:

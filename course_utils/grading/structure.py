@@ -1,17 +1,20 @@
-"""What a lesson grades (from the trusted source) and what a submission changed."""
+"""What a lesson grades (from the trusted source) and what a submission changed.
+
+The instructor's notebooks (source and release) are read once per run, here, into
+:class:`Lesson` records that the workers, the gradebook and the feedback share.
+"""
 from __future__ import annotations
 
-import json
+import ast
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
-
+from ..paths import lesson_notebooks
 from .testcells import CheckCall, parse_test_cell
 
-
-class InvalidSubmission(ValueError):
-    """The file is not a gradable notebook; the message says why."""
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 
 @dataclass(frozen=True)
@@ -26,16 +29,78 @@ class GradeItem:
     released_source: str = ""
     source_source: str = ""  # the instructor's version, hidden tests included
     released_nbgrader: dict = field(default_factory=dict)
+    cell_type: str = "code"
+
+
+@dataclass(frozen=True)
+class LessonNotebook:
+    """One notebook of a lesson, as the instructor wrote it."""
+
+    lesson: str
+    filename: str  # e.g. "setup.ipynb"
+    items: tuple[GradeItem, ...]
+    solution_cells: tuple[str, ...]  # grade_ids of answer cells (nbgrader registers them too)
+
+    @property
+    def name(self) -> str:
+        return Path(self.filename).stem
+
+
+@dataclass(frozen=True)
+class Lesson:
+    name: str
+    notebooks: tuple[LessonNotebook, ...]
+    imports: tuple[str, ...] = ()  # modules its notebooks import (kernels load them early)
+
+
+def load_lesson(root: Path, lesson: str) -> Lesson:
+    """Read a lesson's source and released notebooks (once per run)."""
+    import nbformat  # here, not at module level: grading workers import this module early
+
+    notebooks, imports = [], []
+    for source_path in lesson_notebooks(root, lesson):
+        release_path = root / "notebooks" / lesson / source_path.name
+        if not release_path.exists():
+            raise RuntimeError(f"{release_path} is missing: run `course release`")
+        source = nbformat.read(source_path, as_version=4)
+        release = nbformat.read(release_path, as_version=4)
+        solution_cells = tuple(_nbgrader(cell)["grade_id"] for cell in source.cells
+                               if _nbgrader(cell).get("solution"))
+        imports += [name for cell in source.cells if cell.cell_type == "code"
+                    for name in imported_modules(cell.source) if name not in imports]
+        notebooks.append(LessonNotebook(lesson, source_path.name,
+                                        tuple(grade_items(source, release, release_path)),
+                                        solution_cells))
+    return Lesson(lesson, tuple(notebooks), tuple(dict.fromkeys(imports)))
+
+
+def imported_modules(source: str) -> list[str]:
+    """Modules a cell imports: ``import a.b`` gives a.b; ``from a import b`` gives a and a.b
+    (b may be a module). IPython magics and shell lines are skipped."""
+    code = "\n".join(line for line in source.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module != "__future__":
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names
+                                      if alias.name != "*"]
+    return names
 
 
 def _nbgrader(cell) -> dict:
     return dict(cell.metadata.get("nbgrader", {}))
 
 
-def grade_items(source_path: Path, release_path: Path) -> list[GradeItem]:
-    """The graded cells, in order, with points and checks taken from trusted files."""
-    source = nbformat.read(source_path, as_version=4)
-    release = nbformat.read(release_path, as_version=4)
+def grade_items(source: NotebookNode, release: NotebookNode,
+                release_path: Path) -> list[GradeItem]:
+    """The graded cells, in order, with points and checks taken from the trusted notebooks."""
     released = {_nbgrader(cell).get("grade_id"): cell for cell in release.cells
                 if _nbgrader(cell).get("grade")}
     items = []
@@ -51,36 +116,11 @@ def grade_items(source_path: Path, release_path: Path) -> list[GradeItem]:
         docstring, calls = parse_test_cell(cell.source) if auto else ("", [])
         items.append(GradeItem(grade_id, float(meta.get("points", 0)), auto, docstring,
                                tuple(calls), released_cell.source, cell.source,
-                               _nbgrader(released_cell)))
+                               _nbgrader(released_cell), cell.cell_type))
     return items
 
 
-def read_submission(path: Path) -> nbformat.NotebookNode:
-    """Read a student's file, or raise InvalidSubmission naming what is wrong with it."""
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise InvalidSubmission("the file is not text (not a notebook)") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise InvalidSubmission(f"the file is not valid JSON ({error.msg}, line {error.lineno})") \
-            from None
-    if not isinstance(data, dict) or "cells" not in data or "nbformat" not in data:
-        raise InvalidSubmission("the file is JSON but not a Jupyter notebook (no cells/nbformat)")
-    if data.get("nbformat") != 4:
-        raise InvalidSubmission(
-            f"the notebook is nbformat version {data.get('nbformat')!r}; version 4 is required")
-    try:
-        nb = nbformat.reads(raw, as_version=4)
-        nbformat.validate(nb)
-    except Exception as error:  # noqa: BLE001 - nbformat raises several kinds
-        raise InvalidSubmission(f"the notebook does not follow the nbformat schema: "
-                                f"{str(error).splitlines()[0]}") from None
-    return nb
-
-
-def tampering(nb: nbformat.NotebookNode, items: list[GradeItem]) -> dict[str, str]:
+def tampering(nb: NotebookNode, items: tuple[GradeItem, ...]) -> dict[str, str]:
     """grade_id -> reason, for graded cells that were deleted, duplicated or changed."""
     by_id: dict[str, list] = {}
     for cell in nb.cells:

@@ -1,66 +1,131 @@
-"""Grade one submission in a worker process (see runner.py).
+"""Grade submissions in a worker process (started and fed by pool.py).
 
-Runs in its own process. The student's code runs only in the kernel this process
-starts; checks' verdicts are computed here from the plain JSON the probes return.
+The student's code runs only in the kernels this process starts; checks' verdicts are
+computed here from the plain JSON the probes return. Each worker keeps spare kernels
+starting in the background, so the next notebook does not wait for Python and torch to
+load; a kernel serves one notebook of one student and is never reused.
+
+A worker tells the main process what it has decided as it goes (:class:`ItemDecided`,
+:class:`NotebookDone`), so that if this process dies, the credit already earned is kept.
 """
 from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import json
 import os
 import shutil
-import tempfile
+import signal
+import sys
 import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
-from ..checks import REGISTRY
-from ..checks.framework import score_fraction
-from .session import CellTimeout, KernelDied, KernelSession, Limits, OutputLimit, ProbeUnavailable
-from .structure import GradeItem, InvalidSubmission, grade_items, read_submission, tampering
 
-KEPT_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "COURSE_DEVICE", "TMPDIR",
-            "VIRTUAL_ENV", "PYTHONPATH")
+from .autograded import write_autograded
+from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
+from .records import ItemResult, Limits, NotebookResult, Status
+from .startup import skip_slow_optional_imports
+from .session import (CellTimeout, KernelDied, KernelRecipe, KernelSession, OutputLimit,
+                      ProbeUnavailable)
+from .structure import GradeItem, tampering
+from .testcells import CheckCall
+
+
+# ---------------------------------------------------------------------- messages and config
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What every job of a run shares."""
+
+    run_seed: int
+    limits: Limits
+    recipe: KernelRecipe
+    scratch_root: Path               # kernels' folders are made here (hidden from kernels)
+    autograded_dir: Path | None      # where executed copies go, for nbgrader's formgrader
+    spares: int = 1                  # kernels each worker keeps starting ahead
+
+
+@dataclass(frozen=True)
+class GradeJob:
+    job_id: int
+    submission: Submission
+    # Lessons of the next jobs in the queue when this one was handed out: what spare kernels
+    # are worth starting (none at the end of the run).
+    upcoming: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CellStarted:
+    job_id: int
+    notebook: str
+    cell_index: int
+
+
+@dataclass(frozen=True)
+class ItemDecided:
+    job_id: int
+    notebook: str
+    item: ItemResult
+
+
+@dataclass(frozen=True)
+class NotebookDone:
+    job_id: int
+    result: NotebookResult
+
+
+@dataclass(frozen=True)
+class JobDone:
+    job_id: int
+
+
+Event = CellStarted | ItemDecided | NotebookDone | JobDone
+Report = Callable[[Event], None]
+
+
+# ---------------------------------------------------------------------- the check API
+# The only lines that call the check framework (course_utils.checks). Imported on first use:
+# it imports torch, and a worker starts its first kernel before that.
+
+def run_check(session: KernelSession, call: CheckCall, seed: int):
+    """Probe the answer in the kernel, verify here: the Verdict, or the message of why the
+    answer could not be checked at all (it then scores 0)."""
+    from ..checks import REGISTRY
+
+    check = REGISTRY.get(call.check_name)
+    if check is None:
+        return f"internal: unknown check {call.check_name!r}"
+    inputs = check.make_inputs(seed, call.hidden)
+    try:
+        text = session.evaluate(check.probe_expression(call.answer_names, inputs))
+        observations = json.loads(_literal(text))
+    except ProbeUnavailable as error:
+        names = ", ".join(call.answer_names)
+        return (f"could not check {names}: {error}. Define it in its answer cell and "
+                "make sure the notebook runs top to bottom.")
+    except (ValueError, TypeError, RecursionError):
+        return "the probe's answer was not valid data (was the kernel tampered with?)"
+    try:
+        return check.evaluate(inputs, observations, call.hidden)
+    except Exception as error:  # noqa: BLE001 - malformed observations fail closed
+        return f"the answer could not be checked ({type(error).__name__}); it scores 0"
+
+
+def score_share(verdicts) -> float:
+    from ..checks.framework import score_fraction
+
+    return score_fraction(verdicts)
+# ---------------------------------------------------------------------- end of the check API
 
 
 def case_seed(run_seed: int, student: str, lesson: str, grade_id: str, index: int) -> int:
     """Inputs depend on the run's seed and the case, never on the order of grading."""
     text = f"{run_seed}/{student}/{lesson}/{grade_id}/{index}".encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:4], "big")
-
-
-def item_result(item: GradeItem, score: float, message: str) -> dict:
-    return {"grade_id": item.grade_id, "auto": item.auto, "points": item.points,
-            "score": score, "message": message, "docstring": item.docstring}
-
-
-def _run_checks(session: KernelSession, item: GradeItem, job: dict) -> tuple[float, str]:
-    """Probe in the kernel, verify here; the points are the share of the deciding cases passed."""
-    verdicts, messages = [], []
-    for index, call in enumerate(item.calls):
-        check = REGISTRY.get(call.check_name)
-        if check is None:
-            return 0.0, f"internal: unknown check {call.check_name!r}"
-        seed = case_seed(job["seed"], job["student"], job["lesson"], item.grade_id, index)
-        inputs = check.make_inputs(seed, call.hidden)
-        try:
-            text = session.evaluate(check.probe_expression(call.answer_names, inputs))
-            observations = json.loads(_literal(text))
-        except ProbeUnavailable as error:
-            names = ", ".join(call.answer_names)
-            return 0.0, (f"could not check {names}: {error}. Define it in its answer cell and "
-                         "make sure the notebook runs top to bottom.")
-        except (ValueError, TypeError):
-            return 0.0, "the probe's answer was not valid data (was the kernel tampered with?)"
-        verdict = check.evaluate(inputs, observations, call.hidden)
-        verdicts.append((call.hidden, verdict))
-        if not verdict.passed:
-            repeated = verdict.message in (message for _, message in messages)
-            messages.append((call.hidden, "the same problem as above." if repeated
-                             else verdict.message))
-    feedback = "\n".join(("Hidden test failed: " if hidden else "") + message
-                         for hidden, message in messages)
-    return item.points * score_fraction(verdicts), feedback or "passed"
 
 
 def _literal(text: str) -> str:
@@ -71,77 +136,217 @@ def _literal(text: str) -> str:
     return value
 
 
-def grade_notebook(job: dict, notebook: dict) -> dict:
-    """Grade one notebook file of a submission; never raises for the student's faults."""
-    items = grade_items(Path(notebook["source"]), Path(notebook["release"]))
-    result = {"name": notebook["name"], "status": "graded", "reason": "", "items": [],
-              "outputs": {}}
-    try:
-        nb = read_submission(Path(notebook["submitted"]))
-    except (InvalidSubmission, OSError) as error:
-        result.update(status="invalid", reason=str(error))
-        result["items"] = [item_result(i, 0.0, f"not graded: {error}") for i in items]
-        return result
+def verdict(item: GradeItem, score: float | None, message: str) -> ItemResult:
+    return ItemResult(item.grade_id, item.points, score, message, item.docstring)
 
-    problems = tampering(nb, items)
-    by_id = {item.grade_id: item for item in items}
-    done: dict[str, dict] = {}
-    workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
-    env = {key: os.environ[key] for key in KEPT_ENV if key in os.environ}
-    env.update(HOME=str(workdir), MPLBACKEND="Agg", PYTHONHASHSEED="0",
-               OMP_NUM_THREADS=str(job.get("threads", 1)), PYDEVD_DISABLE_FILE_VALIDATION="1")
-    limits = Limits(**job["limits"])
-    session = KernelSession(workdir, limits, deadline=job["deadline"])
-    stopped = ""
+
+def not_graded(notebook: SubmittedNotebook, status: Status, reason: str,
+               message: str | None = None) -> NotebookResult:
+    """Every graded cell of a notebook at 0 (written answers too: nothing was submitted)."""
+    items = tuple(verdict(item, 0.0, message or reason) for item in notebook.spec.items)
+    return NotebookResult(notebook.spec.name, status, reason, items)
+
+
+def unread(notebook: SubmittedNotebook) -> NotebookResult:
+    """The result of a notebook with no file to grade (missing, a symbolic link, ...)."""
+    problem = notebook.problem or Status.MISSING
+    message = "not submitted" if problem is Status.MISSING else f"not graded: {notebook.note}"
+    return not_graded(notebook, problem, notebook.note, message)
+
+
+# ---------------------------------------------------------------------- kernels
+class KernelSupply:
+    """Fresh kernels, with spares starting in the background while one is in use.
+
+    Up to ``spares`` kernels are kept starting ahead, each loading what the lesson it is
+    expected to grade imports (two let a machine's second core prepare kernels even while a
+    short notebook finishes faster than one kernel starts); never more than the notebooks
+    still to come: a spare left at the end is work wasted.
+    """
+
+    def __init__(self, recipe: KernelRecipe, scratch_root: Path, spares: int):
+        self.recipe = recipe
+        self.scratch_root = scratch_root
+        self.spares = spares
+        self._waiting: deque[KernelSession] = deque()
+        self._names = itertools.count()
+        self._prefix = f"w{os.getpid()}-"
+
+    def _start(self, lesson: str) -> KernelSession:
+        folder = self.scratch_root / f"{self._prefix}{next(self._names)}"
+        session = KernelSession(folder, self.recipe, lesson)
+        session.start()
+        return session
+
+    def take(self, lesson: str) -> KernelSession:
+        """A kernel for one notebook of one student: the oldest live spare started for this
+        lesson, else the oldest live spare, else a new one."""
+        for candidate in list(self._waiting):
+            if not candidate.alive():
+                self._waiting.remove(candidate)
+                self.discard(candidate)
+        chosen = next((k for k in self._waiting if k.lesson == lesson), None) \
+            or (self._waiting[0] if self._waiting else None)
+        if chosen is None:
+            return self._start(lesson)
+        self._waiting.remove(chosen)
+        return chosen
+
+    def top_up(self, upcoming: list[str]) -> None:
+        """Start spares for the lessons of the notebooks to come (called once the kernel in
+        use is up, so that a cold start is not slowed down by its own successors)."""
+        expected = upcoming[:self.spares]
+        have = [kernel.lesson for kernel in self._waiting]
+        for lesson in expected:
+            if lesson in have:
+                have.remove(lesson)
+            elif len(self._waiting) < self.spares:
+                self._waiting.append(self._start(lesson))
+
+    def discard(self, session: KernelSession) -> None:
+        session.kill()
+        shutil.rmtree(session.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        while self._waiting:
+            self.discard(self._waiting.popleft())
+
+
+# ---------------------------------------------------------------------- grading
+def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
+                   notebook: SubmittedNotebook, deadline: float, report: Report,
+                   job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
+    """Grade one submitted notebook; never raises for the student's faults."""
+    spec = notebook.spec
+    if notebook.path is None:
+        return unread(notebook)
     try:
-        session.start(env)
+        nb = read_notebook(notebook.path, config.limits.max_notebook_bytes)
+    except InvalidSubmission as error:
+        return not_graded(notebook, Status.INVALID, str(error), f"not graded: {error}")
+
+    problems = tampering(nb, spec.items)
+    by_id = {item.grade_id: item for item in spec.items}
+    decided: dict[str, ItemResult] = {}
+    outputs: dict[int, list] = {}
+    stopped, status, index = "", Status.GRADED, None
+    session = kernels.take(submission.lesson)
+    try:
+        session.begin(deadline)
+        kernels.top_up(list(upcoming))  # they start while this notebook runs
         for index, cell in enumerate(nb.cells):
-            meta = cell.metadata.get("nbgrader", {})
-            item = by_id.get(meta.get("grade_id"))
+            item = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
             if item is not None and item.grade_id in problems:
                 continue  # a changed graded cell is neither run nor credited
             if item is not None and item.auto:
-                if item.grade_id not in done:
-                    done[item.grade_id] = item_result(item, *_run_checks(session, item, job))
+                if item.grade_id not in decided:
+                    report(CellStarted(job_id, spec.name, index))
+                    decided[item.grade_id] = _check_item(session, config, submission, item)
+                    report(ItemDecided(job_id, spec.name, decided[item.grade_id]))
                 continue
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
-            run = session.run_cell(cell.source)
-            result["outputs"][str(index)] = run.outputs
-    except CellTimeout as error:
-        stopped, status = f"{error} (in cell {index})", "timeout"
-    except OutputLimit as error:
-        stopped, status = f"{error} (in cell {index})", "output-limit"
-    except KernelDied as error:
-        stopped, status = f"{error} (in cell {index})", "kernel-died"
+            report(CellStarted(job_id, spec.name, index))
+            outputs[index] = session.run_cell(cell.source).outputs
+    except (CellTimeout, OutputLimit, KernelDied) as error:
+        status = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
+                  KernelDied: Status.KERNEL_DIED}[type(error)]
+        stopped = f"{error} (in cell {index})" if index is not None else str(error)
+    except Exception as error:  # noqa: BLE001 - a grader bug costs this notebook only
+        status = Status.ERROR
+        stopped = f"the grader failed: {error!r}" + (f" (in cell {index})" if index is not None
+                                                     else "")
     finally:
-        session.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
-    if stopped:
-        result.update(status=status, reason=stopped)
+        kernels.discard(session)
 
-    for item in items:
-        if item.grade_id in done:
-            result["items"].append(done[item.grade_id])
-        elif item.grade_id in problems:
-            result["items"].append(item_result(item, 0.0, problems[item.grade_id] + "; it scores 0"))
-        elif not item.auto:
-            result["items"].append(item_result(item, None, "needs manual grading"))
-        else:
-            reason = f"not checked: {stopped}" if stopped else "not checked"
-            result["items"].append(item_result(item, 0.0, reason))
-    if problems and result["status"] == "graded":
-        result.update(status="tampered", reason="; ".join(problems.values()))
+    reason = stopped
+    if problems and status is Status.GRADED:
+        status, reason = Status.TAMPERED, "; ".join(problems.values())
+    if notebook.note:  # e.g. which file was graded in place of a missing one
+        reason = "; ".join(filter(None, [notebook.note, reason]))
+    result = NotebookResult(spec.name, status, reason,
+                            final_verdicts(spec.items, decided, problems, stopped))
+    if config.autograded_dir is not None:
+        target = config.autograded_dir / submission.student / submission.lesson / spec.filename
+        write_autograded(target, nb, spec, result, outputs)
     return result
 
 
-def grade_submission(job: dict) -> dict:
-    """Grade every notebook of one (student, lesson) submission."""
-    notebooks = [grade_notebook(job, notebook) for notebook in job["notebooks"]]
-    return {"student": job["student"], "lesson": job["lesson"], "notebooks": notebooks}
+def final_verdicts(items: tuple[GradeItem, ...], decided: dict[str, ItemResult],
+                   problems: dict[str, str], stopped: str) -> tuple[ItemResult, ...]:
+    """Every graded cell's verdict: as decided, or 0 for a changed cell or one never reached
+    (the grading stopped: ``stopped`` says why), or left for the instructor (written)."""
+    verdicts = []
+    for item in items:
+        if item.grade_id in decided:
+            verdicts.append(decided[item.grade_id])
+        elif item.grade_id in problems:
+            verdicts.append(verdict(item, 0.0, problems[item.grade_id] + "; it scores 0"))
+        elif not item.auto:
+            verdicts.append(verdict(item, None, "needs manual grading"))
+        else:
+            verdicts.append(verdict(item, 0.0, f"not checked: {stopped}" if stopped
+                                    else "not checked"))
+    return tuple(verdicts)
 
 
-def run_job(job: dict) -> dict:
-    """Entry point in a grading worker process: start the submission's clock, then grade."""
-    job = dict(job, deadline=time.monotonic() + job["limits"]["submission_timeout"])
-    return grade_submission(job)
+def _check_item(session: KernelSession, config: WorkerConfig, submission: Submission,
+                item: GradeItem) -> ItemResult:
+    """Each call of a test cell is a case; the points are the share of the deciding cases
+    passed (the hidden ones where there are any), rounded to hundredths so that every report
+    (table, CSV, gradebook) shows the same number."""
+    verdicts, messages = [], []
+    for index, call in enumerate(item.calls):
+        seed = case_seed(config.run_seed, submission.student, submission.lesson,
+                         item.grade_id, index)
+        outcome = run_check(session, call, seed)
+        if isinstance(outcome, str):  # not checkable at all: nothing else can be trusted
+            return verdict(item, 0.0, ("Hidden test failed: " if call.hidden else "") + outcome)
+        verdicts.append((call.hidden, outcome))
+        if not outcome.passed:
+            repeated = any(outcome.message == message for _, message in messages)
+            messages.append((call.hidden, "the same problem as above." if repeated
+                             else outcome.message))
+    feedback = "\n".join(("Hidden test failed: " if hidden else "") + message
+                         for hidden, message in messages)
+    return verdict(item, round(item.points * score_share(verdicts), 2), feedback or "passed")
+
+
+def grade_submission(kernels: KernelSupply, config: WorkerConfig, job: GradeJob,
+                     report: Report) -> None:
+    """Grade every notebook of one (student, lesson); the clock starts now."""
+    deadline = time.monotonic() + config.limits.submission_timeout
+    notebooks = job.submission.notebooks
+    for index, notebook in enumerate(notebooks):
+        upcoming = (job.submission.lesson,) * (len(notebooks) - index - 1) + job.upcoming
+        result = grade_notebook(kernels, config, job.submission, notebook, deadline, report,
+                                job.job_id, upcoming)
+        report(NotebookDone(job.job_id, result))
+    report(JobDone(job.job_id))
+
+
+def worker_main(connection: Connection) -> None:
+    """A worker process: read the run's WorkerConfig, then grade the jobs sent on
+    ``connection`` until it sends None."""
+    skip_slow_optional_imports()
+    # Ctrl-C is the main process's business: it stops the workers in order (pool.py starts
+    # workers with SIGINT ignored already).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # clean up kernels on terminate()
+    try:
+        config = connection.recv()
+    except (EOFError, OSError):
+        return
+    if config is None:
+        return  # not needed after all
+    kernels = KernelSupply(config.recipe, config.scratch_root, config.spares)
+    try:
+        while True:
+            job = connection.recv()
+            if job is None:
+                break
+            grade_submission(kernels, config, job, connection.send)
+    except (EOFError, BrokenPipeError):
+        pass  # the main process is gone
+    finally:
+        kernels.close()

@@ -1,0 +1,244 @@
+"""Run untrusted code in a bubblewrap (``bwrap``) sandbox.
+
+What a sandboxed process gets (see docs/grading.md for what that does and does not defend):
+
+* its own PID namespace: it sees and can signal only its own descendants; when the process
+  that started the sandbox dies, or kills it, everything inside dies with it;
+* no network (its own, empty network namespace), its own IPC and hostname;
+* a file system made only of the system folders, the Python installation and the
+  ``course_utils`` package, all read-only; a private ``/tmp`` and ``/dev/shm`` (small tmpfs);
+  a fresh ``/proc`` and a minimal ``/dev`` (plus NVIDIA devices, when present);
+* exactly one writable folder of the caller's: its scratch folder (its HOME and cwd);
+* no capabilities, even when the grader runs as root.
+
+Two entry points: :func:`bwrap_argv` builds the command line (the grader's kernels use it),
+and :func:`run` runs a command with limits and a timeout (for checks that must run a
+learner's script, e.g. ``torchrun`` for a distributed-training lesson).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
+                "Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)")
+USERNS_HINT = ("bwrap needs user namespaces when not run as root: enable them with "
+               "`sysctl kernel.unprivileged_userns_clone=1`, and on Ubuntu 23.10 or newer "
+               "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`, or grade as root")
+NOT_DEFENDED_WITHOUT_SANDBOX = (
+    "student code then runs as you: it can read solutions/, the other submissions and the "
+    "gradebook, write to the course folder and its installed packages, use the network, and "
+    "signal or kill the grader's own processes")
+
+# Read-only system folders (symbolic links among them, as on merged-/usr systems, are
+# recreated as links).
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+# Readable by root (and so by a kernel when grading as root): covered even then.
+SECRET_PATHS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh",
+                "/etc/ssl/private")
+TMPFS_MB = 1024  # private /tmp and /dev/shm: in memory, so capped
+
+
+class SandboxUnavailable(RuntimeError):
+    """No working sandbox here; the message says why and how to get one."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Which isolation is in force: shown by `course doctor` and at the top of `course grade`."""
+
+    sandboxed: bool
+    description: str         # one line
+    bwrap: str | None = None  # the executable
+    version: str = ""
+    problem: str = ""        # why there is no sandbox, and how to get one
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """What a sandboxed command may see and touch, beyond the system and Python."""
+
+    scratch: Path                       # the only writable folder of the caller's: HOME and cwd
+    readable: tuple[Path, ...] = ()     # more read-only folders
+    hidden: tuple[Path, ...] = ()       # shown empty, even inside a readable folder
+    writable: tuple[Path, ...] = ()     # more read-write folders (a kernel's socket folder)
+
+
+@dataclass(frozen=True)
+class SandboxedRun:
+    """What :func:`run` saw: exit status (None when killed at the timeout) and output."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    seconds: float
+
+
+def python_folders() -> tuple[Path, ...]:
+    """The folders this Python and the course package are loaded from (read-only inside)."""
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  Path(sys.executable).resolve().parents[1], Path(__file__).resolve().parents[1]]
+    system = [Path(folder) for folder in SYSTEM_FOLDERS]
+    folders: list[Path] = []
+    for candidate in map(Path, candidates):
+        if candidate.exists() and candidate not in folders and not _inside(candidate, system):
+            folders.append(candidate)
+    return tuple(folders)
+
+
+def _visible_roots(confinement: Confinement) -> list[Path]:
+    return [Path(folder) for folder in SYSTEM_FOLDERS] + list(python_folders()) \
+        + [Path(path) for path in confinement.readable]
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str = "bwrap",
+               unset_env: Sequence[str] = ("JPY_PARENT_PID",)) -> list[str]:
+    """The bwrap command line that runs ``command`` confined.
+
+    Later mounts cover earlier ones, so the order is: system and Python (read-only), fresh
+    /proc, /dev and tmpfs, hidden folders, then the writable folders on top.
+    ``JPY_PARENT_PID`` is unset by default: in its own PID namespace a kernel would see a
+    different parent and exit at once; --die-with-parent gives the guarantee it was for.
+    """
+    # Hostname "localhost": it resolves (/etc/hosts) to the sandbox's own loopback, which is
+    # where torchrun --standalone looks for its rendezvous.
+    argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+            "--unshare-ipc", "--unshare-uts", "--hostname", "localhost", "--unshare-cgroup-try",
+            "--cap-drop", "ALL"]
+    for name in unset_env:
+        argv += ["--unsetenv", name]
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    for folder in [*python_folders(), *confinement.readable]:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for secret in SECRET_PATHS:
+        argv += _cover(Path(secret))
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for device in sorted(Path("/dev").glob("nvidia*")):  # CUDA needs its device files
+        argv += ["--dev-bind", str(device), str(device)]
+    size = str(TMPFS_MB * 2**20)
+    argv += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    roots = _visible_roots(confinement)
+    for path in confinement.hidden:
+        if _inside(Path(path), roots):
+            argv += _cover(Path(path))
+    for folder in [confinement.scratch, *confinement.writable]:
+        argv += ["--bind", str(folder), str(folder)]
+    # The sandbox's root is a tmpfs bwrap made to hold the mount points: freeze it last, or
+    # a write to, say, <course>/Makefile would seem to succeed (in memory, but still).
+    argv += ["--remount-ro", "/", "--chdir", str(confinement.scratch), "--", *command]
+    return argv
+
+
+def _cover(path: Path) -> list[str]:
+    """Mount options that show ``path`` empty (nothing when it does not exist)."""
+    if path.is_dir() and not path.is_symlink():
+        return ["--tmpfs", str(path)]
+    if path.exists():
+        return ["--ro-bind", "/dev/null", str(path)]
+    return []
+
+
+def limited_argv(command: Sequence[str], *, memory_mb: int, max_file_mb: int) -> list[str]:
+    """``command`` run under rlimits (address space, file size, no core dumps)."""
+    launcher = Path(__file__).with_name("limited.py")
+    return [sys.executable, "-I", "-S", str(launcher), "--memory-mb", str(memory_mb),
+            "--max-file-mb", str(max_file_mb), "--", *command]
+
+
+@functools.lru_cache(maxsize=None)
+def detect() -> Isolation:
+    """Whether bwrap is installed and can build a sandbox here (tried once per process)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Isolation(False, "none: bubblewrap (bwrap) is not installed",
+                         problem=f"bwrap was not found on PATH; {INSTALL_HINT}")
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="course-sandbox-probe-") as scratch:
+        probe = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"],
+                           Confinement(Path(scratch)), bwrap=bwrap)
+        done = subprocess.run(probe, capture_output=True, text=True)
+    if done.returncode != 0:
+        detail = (done.stderr.strip().splitlines() or ["no error message"])[-1]
+        return Isolation(False, f"none: {version or 'bwrap'} cannot create a sandbox here",
+                         bwrap=bwrap, version=version,
+                         problem=f"bwrap failed ({detail}); {USERNS_HINT}")
+    return Isolation(True, f"{version} sandbox: own PID, network and mount namespaces; "
+                     "read-only files except a private scratch folder; no capabilities",
+                     bwrap=bwrap, version=version)
+
+
+def require() -> Isolation:
+    """The working sandbox, or SandboxUnavailable saying how to get one."""
+    isolation = detect()
+    if not isolation.sandboxed:
+        raise SandboxUnavailable(
+            f"No grading sandbox: {isolation.problem}. To grade without one anyway, pass "
+            f"--unsafe-no-sandbox ({NOT_DEFENDED_WITHOUT_SANDBOX}).")
+    return isolation
+
+
+def default_env(scratch: Path) -> dict[str, str]:
+    """A small environment for a sandboxed command: PATH and locale kept, HOME in scratch."""
+    env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL") if key in os.environ}
+    env.update(HOME=str(scratch), TMPDIR="/tmp", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int = 4096,
+        max_file_mb: int = 64, output_bytes: int = 1_000_000,
+        env: Mapping[str, str] | None = None, readable: Sequence[Path] = (),
+        hidden: Sequence[Path] = ()) -> SandboxedRun:
+    """Run ``command`` sandboxed in ``scratch``; kill it and all it started after ``timeout`` s.
+
+    Each process it starts is capped at ``memory_mb`` of address space (0: no cap) and files
+    of ``max_file_mb``; only the first ``output_bytes`` of stdout and of stderr are kept.
+    ``env`` defaults to :func:`default_env`. Raises SandboxUnavailable where bwrap is missing.
+    Example (two DDP ranks on the CPU)::
+
+        run(["torchrun", "--standalone", "--nproc_per_node=2", "train.py"],
+            scratch=folder, timeout=120)
+    """
+    isolation = require()
+    scratch = Path(scratch).resolve()
+    argv = bwrap_argv(limited_argv(command, memory_mb=memory_mb, max_file_mb=max_file_mb),
+                      Confinement(scratch, tuple(map(Path, readable)), tuple(map(Path, hidden))),
+                      bwrap=isolation.bwrap or "bwrap")
+    started = time.monotonic()
+    # Output goes to files the sandbox cannot see (their size is capped by the file-size
+    # rlimit), not to pipes that could fill this process's memory.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=err, env=dict(env) if env is not None
+                                   else default_env(scratch))
+        try:
+            returncode: int | None = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()  # bwrap's death takes its whole PID namespace with it
+            process.wait()
+            returncode = None
+        texts = []
+        for handle in (out, err):
+            handle.seek(0)
+            texts.append(handle.read(output_bytes).decode("utf-8", errors="replace"))
+    return SandboxedRun(returncode, texts[0], texts[1], returncode is None,
+                        time.monotonic() - started)

@@ -1,0 +1,164 @@
+"""The bubblewrap sandbox, tried from inside: what a confined process can see, touch and kill."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from course_utils.grading import sandbox
+
+from .conftest import ROOT
+
+FACTS = textwrap.dedent("""
+    import json, os, socket, pathlib, sys
+    facts = {"pid": os.getpid(), "home": os.environ.get("HOME"), "cwd": os.getcwd(),
+             "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
+             "jpy_parent_pid": os.environ.get("JPY_PARENT_PID")}
+    def attempt(name, action):
+        try:
+            action()
+            facts[name] = "ok"
+        except OSError as error:
+            facts[name] = type(error).__name__ + ":" + str(error.errno)
+    attempt("host_loopback", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[4])), 2))
+    attempt("internet", lambda: socket.create_connection(("1.1.1.1", 80), timeout=2))
+    attempt("write_course", lambda: open(sys.argv[1] + "/Makefile", "a").close())
+    attempt("write_package", lambda: open(sys.argv[2], "a").close())
+    attempt("write_scratch", lambda: pathlib.Path("mine.txt").write_text("x"))
+    attempt("write_tmp", lambda: pathlib.Path("/tmp/mine.txt").write_text("x"))
+    attempt("kill_parent", lambda: os.kill(os.getppid(), 9))
+    facts["hidden"] = sorted(os.listdir(sys.argv[3]))
+    facts["solutions_visible"] = os.path.exists(sys.argv[1] + "/solutions")
+    print(json.dumps(facts))
+""")
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    return folder
+
+
+def test_detect_finds_bubblewrap(grading_sandbox):
+    """Checks the sandbox in force is bubblewrap and says what it gives."""
+    assert grading_sandbox.sandboxed and grading_sandbox.version.startswith("bubblewrap")
+    assert "PID" in grading_sandbox.description and grading_sandbox.problem == ""
+
+
+def test_inside_the_sandbox(grading_sandbox, scratch, tmp_path):
+    """Checks a confined process is alone, offline, read-only but for its scratch folder, and
+    sees a hidden folder empty even where its parent folder is visible."""
+    secret = ROOT / "course_utils" / "checks"  # visible (the package) yet hidden here
+    with socket.create_server(("127.0.0.1", 0)) as server:  # listening on the host
+        port = server.getsockname()[1]
+        done = sandbox.run([sys.executable, "-c", FACTS, str(ROOT), str(ROOT / "pyproject.toml"),
+                            str(secret), str(port)], scratch=scratch, timeout=60, hidden=[secret])
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["processes"] <= 2  # bwrap's init and itself
+    assert facts["pid"] <= 3
+    assert facts["jpy_parent_pid"] is None
+    assert facts["home"] == facts["cwd"] == str(scratch.resolve())
+    assert facts["host_loopback"] == "ConnectionRefusedError:111"  # its own, empty loopback
+    assert facts["internet"] == "OSError:101"  # ENETUNREACH: no interface but loopback
+    assert facts["write_course"] == "OSError:30"  # EROFS
+    assert facts["write_package"] == "OSError:30"
+    assert facts["write_scratch"] == facts["write_tmp"] == "ok"
+    assert facts["kill_parent"] == "ok"  # delivered to bwrap's init, which ignores it
+    assert facts["hidden"] == []
+    assert facts["solutions_visible"] is False  # the course root is not even mounted
+    assert (scratch / "mine.txt").read_text() == "x"
+    assert not (tmp_path / "mine.txt").exists()
+
+
+def _alive(token: str) -> bool:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if token.encode() in handle.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def test_the_timeout_kills_everything_started_inside(grading_sandbox, scratch):
+    """Checks a process that detaches a child (setsid) cannot outlive the sandbox's timeout."""
+    token = f"{os.getpid()}.25"
+    script = (f"import subprocess, time\n"
+              f"subprocess.Popen(['sleep', '{token}'], start_new_session=True)\n"
+              "print('started', flush=True)\ntime.sleep(600)\n")
+    started = time.monotonic()
+    done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=5)
+    assert done.timed_out and done.returncode is None
+    assert done.stdout == "started\n"
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 5
+    while _alive(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(token)
+
+
+def test_limits_hold_inside(grading_sandbox, scratch):
+    """Checks the memory cap fails an allocation inside, and output is cut at the cap."""
+    script = ("try:\n    bytearray(2 * 2**30)\nexcept MemoryError:\n    print('capped')\n"
+              "print('y' * 100_000)\n")
+    done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
+                       memory_mb=512, output_bytes=1000)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("capped\n") and len(done.stdout) == 1000
+
+
+def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
+    """Checks the command line asks for PID, network, IPC and UTS namespaces, drops
+    capabilities, dies with its parent, and binds the scratch folder last (on top)."""
+    hidden = ROOT / "course_utils" / "checks"
+    argv = sandbox.bwrap_argv(["true"], sandbox.Confinement(tmp_path, hidden=(hidden,)))
+    for option in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                   "--die-with-parent", "--new-session"):
+        assert option in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert argv[-6:] == ["--remount-ro", "/", "--chdir", str(tmp_path), "--", "true"]
+    assert argv.index("--bind") > argv.index(str(hidden)) > argv.index("--proc")
+    assert argv[argv.index(str(hidden)) - 1] == "--tmpfs"
+    # A folder outside everything visible needs no cover.
+    assert str(ROOT / "solutions") not in sandbox.bwrap_argv(
+        ["true"], sandbox.Confinement(tmp_path, hidden=(ROOT / "solutions",)))
+
+
+def test_without_bwrap_the_error_says_how_to_install_it(tmp_path):
+    """Checks require() names the package to install when bwrap is not on PATH."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from course_utils.grading import sandbox; sandbox.require()"],
+        env={**os.environ, "PATH": str(tmp_path)}, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "SandboxUnavailable: No grading sandbox: bwrap was not found on PATH" in done.stderr
+    assert "sudo apt-get install bubblewrap" in done.stderr
+    assert "--unsafe-no-sandbox" in done.stderr
+
+
+@pytest.mark.slow
+def test_torchrun_runs_two_ranks_inside(grading_sandbox, scratch):
+    """Checks a learner's DDP script runs under torchrun (gloo, 2 ranks) in the sandbox."""
+    (scratch / "ddp.py").write_text(textwrap.dedent("""
+        import torch, torch.distributed as dist
+        dist.init_process_group("gloo")
+        value = torch.tensor([float(dist.get_rank() + 1)])
+        dist.all_reduce(value)
+        print(f"rank {dist.get_rank()} of {dist.get_world_size()}: sum {value.item():g}")
+        dist.destroy_process_group()
+    """))
+    done = sandbox.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                        "--nproc_per_node=2", "ddp.py"], scratch=scratch, timeout=120,
+                       env={**sandbox.default_env(scratch), "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Both ranks print to one file: their lines may interleave.
+    assert sorted(re.findall(r"rank (\d) of 2: sum 3", done.stdout)) == ["0", "1"], done.stdout
