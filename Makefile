@@ -6,7 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LAB_FLAGS ?=
-PYTEST_FLAGS ?=
+# Two workers (this course's CI machine has 2 cores); one test file per worker at a time, so
+# that a file's module-scoped fixtures (a graded class, a started server) are built once.
+PYTEST_FLAGS ?= -n 2 --dist loadfile
 KERNEL_NAME := gpu-course
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -26,6 +28,7 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_FLAGS)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_FLAGS)
 
 # Benchmarks print measured figures (README quotes them); not part of the test suite.

@@ -73,12 +73,12 @@ def _cuda_devices(torch: Any) -> list[dict[str, Any]]:
 def _mps_device(torch: Any) -> dict[str, Any]:
     try:
         memory = round(torch.mps.recommended_max_memory() / 2**30, 2)
-    except Exception:  # older macOS/PyTorch: not reported
+    except Exception:  # noqa: BLE001 - older macOS/PyTorch: not reported
         memory = None
     try:
         torch.ones(1, dtype=torch.bfloat16, device="mps")
         bf16 = True
-    except Exception:  # bf16 on MPS needs macOS 14 or newer
+    except Exception:  # noqa: BLE001 - bf16 on MPS needs macOS 14 or newer
         bf16 = False
     return {"device": "mps", "index": 0, "name": "Apple MPS", "memory_gib": memory,
             "capability": None, "sm_count": None, "bf16": bf16}
@@ -95,7 +95,7 @@ def _other_accelerator(torch: Any, device_type: str) -> list[dict[str, Any]]:
         if callable(get_name):
             try:
                 name = str(get_name(index))
-            except Exception:
+            except Exception:  # noqa: BLE001 - a name is only informative
                 name = None
         devices.append({"device": f"{device_type}:{index}", "index": index, "name": name,
                         "memory_gib": None, "capability": None, "sm_count": None,

@@ -45,9 +45,10 @@ def show_error(*expected: type[BaseException]) -> Iterator[ShownError]:
     block raises nothing, say so (on some machines a demonstration has nothing to show).
     """
     shown = ShownError()
+    caught = expected or (Exception,)
     try:
         yield shown
-    except expected or (Exception,) as error:
+    except caught as error:
         shown.error = error
         print(short_error(error))
     else:

@@ -49,7 +49,8 @@ def grading_sandbox():
 
 def run_course(*args, env=None, timeout=900, **kwargs):
     """`course ARGS...` in a fresh process, from the course root, as an instructor runs it."""
-    return subprocess.run([sys.executable, "-m", "course_utils", *args], cwd=ROOT, text=True,
+    return subprocess.run([sys.executable, "-m", "course_utils", *args], check=False,
+                          cwd=ROOT, text=True,
                           capture_output=True, env={**os.environ, **(env or {})},
                           timeout=timeout, **kwargs)
 

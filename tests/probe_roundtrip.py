@@ -19,7 +19,7 @@ HIDDEN_SEEDS = [0, 1, 7, 42]
 def probe_as_grader(check: Check, answers: tuple, inputs) -> object:
     """Evaluate the grader's probe expression where the answers are the only names."""
     names = tuple(f"answer_{index}" for index in range(len(answers)))
-    text = eval(check.probe_expression(names, inputs), dict(zip(names, answers)))
+    text = eval(check.probe_expression(names, inputs), dict(zip(names, answers, strict=True)))
     return json.loads(text)
 
 

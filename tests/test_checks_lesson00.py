@@ -214,7 +214,7 @@ def gpu_inventory_other_apis():
 def with_entry_change(change):
     def answer():
         inventory = gpu_inventory()
-        for entry, index in zip(inventory, range(len(inventory))):
+        for entry, index in zip(inventory, range(len(inventory)), strict=True):
             change(entry, torch.cuda.get_device_properties(index))
         return inventory
     return answer

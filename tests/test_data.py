@@ -7,9 +7,6 @@ import torch.nn.functional as F
 
 from course_utils import data
 
-
-
-
 # ------------------------------------------------------------------ toy data
 
 def test_toy_tensors_are_the_appendix_data():

@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.checks.framework import (CaseResult, Check, CheckFailure, Verdict, case,
-                                           expect_no_error, fail, score_fraction)
+from course_utils.checks.framework import (
+    CaseResult,
+    Check,
+    CheckFailure,
+    Verdict,
+    case,
+    expect_no_error,
+    fail,
+    score_fraction,
+)
 
 
 def verdict(*passed: bool, weights=None) -> Verdict:

@@ -73,7 +73,7 @@ def postgres():
         yield f"postgresql://postgres@127.0.0.1:{port}"
     finally:
         subprocess.run([binaries / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
-                       capture_output=True, env=env, **run_as)
+                       check=False, capture_output=True, env=env, **run_as)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -171,7 +171,7 @@ def test_two_halves_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grad
                   "--seed", "7")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True) for half in halves]
     outputs = [run.communicate(timeout=900) for run in runs]
-    for run, (stdout, stderr) in zip(runs, outputs):
+    for run, (stdout, stderr) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, stdout + stderr
     sqlite = run_course("grade", str(whole), "--out", str(tmp_path / "out-sqlite"), "--seed", "7",
                         "--jobs", "2")

@@ -21,7 +21,8 @@ from .round_trips import wrong_answers
 
 pytestmark = pytest.mark.slow
 
-LIMITS = dict(cell_timeout=20.0, submission_timeout=90.0, memory_mb=4096, output_bytes=1_000_000)
+LIMITS = {"cell_timeout": 20.0, "submission_timeout": 90.0, "memory_mb": 4096,
+          "output_bytes": 1_000_000}
 SEED = 1234
 
 WRONG_ANSWERS = wrong_answers()

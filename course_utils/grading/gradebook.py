@@ -28,6 +28,7 @@ from .structure import Lesson
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook as NbgraderGradebook
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 # nbgrader is imported where it is used: importing it takes seconds (its server extensions
 # come with it), and a run starts its workers before it needs the gradebook.
@@ -97,7 +98,7 @@ def sqlite_path(db_url: str) -> Path | None:
     return Path(url.database)
 
 
-def Gradebook(db_url: str) -> NbgraderGradebook:  # noqa: N802 - stands in for the class
+def Gradebook(db_url: str) -> NbgraderGradebook:
     """nbgrader's Gradebook, stamping a new database with the schema revision in-process."""
     import nbgrader.api
 
@@ -152,7 +153,7 @@ class GradebookWriter:
     def __init__(self, db_url: str):
         self._gb = Gradebook(db_url)
 
-    def __enter__(self) -> "GradebookWriter":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -8,6 +8,7 @@ answers: the grader starts each kernel while the previous submission still runs,
 student and is never reused.
 """
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -17,10 +18,8 @@ from course_utils.grading import limited
 def preload(modules: list[str]) -> None:
     """Import what the notebooks will import; a module that fails is left for the notebook."""
     for name in modules:
-        try:
+        with contextlib.suppress(Exception):  # the notebook's own import reports it
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the notebook's own import reports it
-            pass
 
 
 def main() -> None:

@@ -20,12 +20,24 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .intake import Submission
 from .records import ItemResult, NotebookResult, Status, SubmissionResult
-from .worker import (CellStarted, GradeJob, ItemDecided, JobDone, NotebookDone, WorkerConfig,
-                     final_verdicts, not_graded, worker_main)
+from .worker import (
+    CellStarted,
+    GradeJob,
+    ItemDecided,
+    JobDone,
+    NotebookDone,
+    WorkerConfig,
+    final_verdicts,
+    not_graded,
+    worker_main,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 GRACE_S = 30.0  # beyond a submission's own limits, before its worker is presumed hung
 POLL_S = 0.5
@@ -128,7 +140,7 @@ class StopRequest:
         self.requested = False
         self._previous = None
 
-    def __enter__(self) -> "StopRequest":
+    def __enter__(self) -> Self:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._handle)
@@ -153,7 +165,7 @@ class WorkerPool:
         self._workers = [_Worker(self._context) for _ in range(size)]
         self._surplus: list[_Worker] = []  # told to leave: fewer submissions than workers
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -195,8 +207,8 @@ class WorkerPool:
                     failure = (Status.KERNEL_DIED, "the grading worker died")
                 if failure is None and worker.progress is not None \
                         and time.monotonic() - worker.progress.started > limit:
-                    failure = (Status.TIMEOUT, "grading did not finish within the time limit "
-                               "(the grading worker hung and was killed)")
+                    failure = (Status.TIMEOUT, ("grading did not finish within the time limit "
+                                                "(the grading worker hung and was killed)"))
                 if finished is not None:
                     on_result(finished)
                     done += 1

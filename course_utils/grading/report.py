@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .records import Status, SubmissionResult
 
+
 @dataclass(frozen=True)
 class Row:
     """One line of the grade table: a student's lesson."""
@@ -19,7 +20,7 @@ class Row:
     reason: str
 
     @classmethod
-    def from_result(cls, result: SubmissionResult) -> "Row":
+    def from_result(cls, result: SubmissionResult) -> Row:
         return cls(result.student, result.lesson, result.score, result.max_score, result.status,
                    result.reason)
 
@@ -51,7 +52,7 @@ def format_table(rows: list[Row]) -> str:
     header = ("student", "lesson", "score", "max", "status", "reason")
     lines = [(r.student, r.lesson, f"{r.score:g}", f"{r.max_score:g}", r.status.value,
               r.reason[:80] + ("…" if len(r.reason) > 80 else "")) for r in rows]
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return "\n".join([fmt.format(*header), fmt.format(*("-" * w for w in widths)),
                       *(fmt.format(*line) for line in lines)])

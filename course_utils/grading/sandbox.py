@@ -165,18 +165,18 @@ def limited_argv(command: Sequence[str], *, memory_mb: int, max_file_mb: int) ->
             "--max-file-mb", str(max_file_mb), "--", *command]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def detect() -> Isolation:
     """Whether bwrap is installed and can build a sandbox here (tried once per process)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return Isolation(False, "none: bubblewrap (bwrap) is not installed",
                          problem=f"bwrap was not found on PATH; {INSTALL_HINT}")
-    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
+    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="course-sandbox-probe-") as scratch:
         probe = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"],
                            Confinement(Path(scratch)), bwrap=bwrap)
-        done = subprocess.run(probe, capture_output=True, text=True)
+        done = subprocess.run(probe, check=False, capture_output=True, text=True)
     if done.returncode != 0:
         detail = (done.stderr.strip().splitlines() or ["no error message"])[-1]
         return Isolation(False, f"none: {version or 'bwrap'} cannot create a sandbox here",

@@ -7,6 +7,7 @@ current submission runs. The kernel talks to the grader over Unix sockets in its
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -163,10 +164,8 @@ class KernelSession:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
+        with contextlib.suppress(Exception):  # already dead is fine
             self.manager.shutdown_kernel(now=True)
-        except Exception:  # noqa: BLE001 - already dead is fine
-            pass
 
     def alive(self) -> bool:
         return self.manager.is_alive()
@@ -220,10 +219,8 @@ class KernelSession:
 
     def _on_timeout(self):
         # Interrupt first (a polite loop stops), then kill: a SIGINT-proof loop cannot outlive us.
-        try:
+        with contextlib.suppress(Exception):  # a dead kernel needs no interrupt
             self.manager.interrupt_kernel()
-        except Exception:  # noqa: BLE001
-            pass
         time.sleep(0.5)
         self.kill()
         raise CellTimeout("a cell ran past its time limit")

@@ -25,13 +25,18 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-
 from .autograded import write_autograded
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
 from .records import ItemResult, Limits, NotebookResult, Status
+from .session import (
+    CellTimeout,
+    KernelDied,
+    KernelRecipe,
+    KernelSession,
+    OutputLimit,
+    ProbeUnavailable,
+)
 from .startup import skip_slow_optional_imports
-from .session import (CellTimeout, KernelDied, KernelRecipe, KernelSession, OutputLimit,
-                      ProbeUnavailable)
 from .structure import GradeItem, tampering
 from .testcells import CheckCall
 
@@ -132,7 +137,7 @@ def _literal(text: str) -> str:
     """The string whose repr the kernel sent back (never evaluated as code)."""
     value = ast.literal_eval(text)
     if not isinstance(value, str):
-        raise ValueError("not a string")
+        raise TypeError("not a string")
     return value
 
 

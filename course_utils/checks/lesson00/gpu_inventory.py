@@ -64,7 +64,7 @@ def check_gpu_inventory(inputs, observations, hidden):
             fail(f"{where}, gpu_inventory() returned {len(entries)} entries for {len(gpus)} "
                  "GPU(s).",
                  "loop over range(torch.cuda.device_count()): one dict per GPU, [] with none.")
-        for index, (entry, gpu) in enumerate(zip(entries, gpus)):
+        for index, (entry, gpu) in enumerate(zip(entries, gpus, strict=True)):
             if set(entry) != set(KEYS):
                 fail(f"{where}, entry {index} has the keys {sorted(entry)}.",
                      f"give each GPU exactly the keys {list(KEYS)}.")

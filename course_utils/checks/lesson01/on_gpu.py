@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..answer_keys import solution_value
 from ..framework import a, case, check, expect_type, fail
-from ..probe_support import describe  # noqa: F401 (a name the probe uses)
+from ..probe_support import describe
 
 LINES = "abcdefgh"
 VISIBLE = {"a": False, "b": True, "c": False, "d": True}

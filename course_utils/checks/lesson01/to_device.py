@@ -103,7 +103,7 @@ def probe(to_device, inputs):
         elif spec["kind"] in ("list", "tuple") and isinstance(result, (list, tuple)):
             node["length"] = len(result)
             if len(result) == len(spec["items"]):
-                for index, (item, item_spec) in enumerate(zip(result, spec["items"])):
+                for index, (item, item_spec) in enumerate(zip(result, spec["items"], strict=True)):
                     observe(item, item_spec, path + [index], spec["kind"], out)
         elif spec["kind"] == "dict" and isinstance(result, dict):
             node["same_keys"] = list(map(str, result)) == list(spec["items"])

@@ -5,8 +5,14 @@ import random
 
 from .. import references
 from ..framework import check, expect_no_error, fail, is_kind
-from ..probe_support import (  # noqa: F401 (names the probe uses)
-    Spy, build_mlp, describe, optimizer_state_values, parameter_values, run_learner)
+from ..probe_support import (
+    Spy,
+    build_mlp,
+    describe,
+    optimizer_state_values,
+    parameter_values,
+    run_learner,
+)
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

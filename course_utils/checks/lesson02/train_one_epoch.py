@@ -6,10 +6,16 @@ import random
 
 from .. import references
 from ..framework import check, expect_close, expect_no_error, fail
+from ..probe_support import (
+    ForwardRecorder,
+    StopProbe,
+    TrackedBatches,
+    build_mlp,
+    describe,
+    parameter_values,
+    run_learner,
+)
 from . import expect_batches_moved
-from ..probe_support import (  # noqa: F401 (names the probe uses)
-    ForwardRecorder, StopProbe, TrackedBatches, build_mlp, describe, parameter_values,
-    run_learner)
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
