@@ -7,6 +7,7 @@ index (``cuda:0``, ``mps:0``), the way a tensor created on it reports its device
 """
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 
@@ -76,39 +77,83 @@ def _with_index(device: torch.device) -> torch.device:
     return torch.device(device.type, int(current())) if callable(current) else device
 
 
+# Words people use for a device that PyTorch names otherwise.
+_ALIASES = {"gpu": "cuda", "nvidia": "cuda", "rocm": "cuda", "amd": "cuda", "metal": "mps",
+            "apple": "mps", "intel": "xpu", "host": "cpu",
+            "tpu": None}  # TPUs need the separate torch_xla package: no near name to offer
+
+
+def _suggestion(name: str) -> str:
+    """' Did you mean 'cuda'?' for a misspelt or colloquial device name, else ''."""
+    device_type, _, index = name.partition(":")
+    accelerator = _accelerator_type()
+    if device_type in _ALIASES and _ALIASES[device_type] is None:
+        return ""
+    guess = _ALIASES.get(device_type)
+    if guess == "cuda" and accelerator not in (None, "cuda"):
+        guess = accelerator  # e.g. "gpu" on a Mac means its MPS device
+    if guess is None:
+        known = ["cpu", "cuda", "mps", "xpu", *([accelerator] if accelerator else [])]
+        close = difflib.get_close_matches(device_type, known, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    if guess is None:
+        return ""
+    suggested = f"{guess}:{index}" if index else guess
+    there = "" if _type_available(guess) else f" (though no {guess} device is available here)"
+    return f" Did you mean {suggested!r}{there}?"
+
+
 def _validate(requested: str | torch.device, source: str) -> torch.device:
-    """Turn a device request into a usable ``torch.device`` or raise ValueError."""
+    """Turn a device request into a usable ``torch.device`` or raise ValueError.
+
+    Names are case-insensitive ("CUDA" is "cuda"); a misspelt or colloquial name ("gpu")
+    is refused with the nearest real one suggested.
+    """
+    given = str(requested)  # as written, for the messages
+    if isinstance(requested, str):
+        requested = requested.strip().lower()
     try:
         device = torch.device(requested)
-    except (RuntimeError, TypeError) as error:
+    except (RuntimeError, TypeError):
         raise ValueError(
-            f"{source} asks for device {str(requested)!r}, which is not a device name "
-            f"({error}). Available here: {', '.join(available_devices())}."
+            f"{source} asks for device {given!r}, which is not a device name."
+            f"{_suggestion(str(requested))} Available here: {', '.join(available_devices())}."
         ) from None
     if device.type == "meta":
         return device  # data-less tensors: always available, used to demonstrate errors
     if not _type_available(device.type):
         raise ValueError(
-            f"{source} asks for device {str(requested)!r}, but no {device.type} device is "
+            f"{source} asks for device {given!r}, but no {device.type} device is "
             f"available on this machine. Available here: {', '.join(available_devices())}."
         )
     if device.index is not None and device.index >= _device_count(device.type):
         raise ValueError(
-            f"{source} asks for device {str(requested)!r}, but only "
+            f"{source} asks for device {given!r}, but only "
             f"{_device_count(device.type)} {device.type} device(s) exist. "
             f"Available here: {', '.join(available_devices())}."
         )
     return _with_index(device)
 
 
+def _computing(device: torch.device, source: str) -> torch.device:
+    """``device``, unless it is 'meta', which computes nothing (no training, no timing)."""
+    if device.type == "meta":
+        raise ValueError(
+            f"{source} asks for device 'meta', which holds shapes but no data: nothing "
+            "computed there has a value, so nothing can be trained or timed on it. Use one of: "
+            f"{', '.join(available_devices())}.")
+    return device
+
+
 def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
     """Pick the device as :func:`get_device` does, and say why."""
     from_env = os.environ.get(ENV_VAR, "").strip()
     if from_env:
-        device = _validate(from_env, f"The environment variable {ENV_VAR}")
+        source = f"The environment variable {ENV_VAR}"
+        device = _computing(_validate(from_env, source), source)
         return DeviceChoice(device, f"{ENV_VAR}={from_env} is set")
     if prefer is not None:
-        device = _validate(prefer, "get_device(prefer=...)")
+        device = _computing(_validate(prefer, "get_device(prefer=...)"), "get_device(prefer=...)")
         return DeviceChoice(device, f"prefer={str(prefer)!r} was requested")
     accelerator = _accelerator_type()
     if accelerator is not None:

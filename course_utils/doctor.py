@@ -348,8 +348,9 @@ def main(as_json: bool = False, stream: TextIO | None = None) -> int:
     stream.flush()
     if report["ok"]:
         return EXIT_OK
-    message = " ".join(str(report["error"]).split())  # exactly one line
-    print(f"course doctor: {message}", file=sys.stderr)
+    if as_json:  # stdout is data for a program; the text report already ends with the reason
+        message = " ".join(str(report["error"]).split())  # exactly one line
+        print(f"course doctor: {message}", file=sys.stderr)
     return EXIT_NO_TORCH if "torch" not in report else EXIT_NO_DEVICE
 
 

@@ -63,8 +63,48 @@ def test_this_machine_without_mocks():
     assert available_devices()[-1] == "cpu"
 
 
-def test_meta_device_is_always_valid(cpu_only):
-    assert get_device(prefer="meta") == torch.device("meta")
+@pytest.mark.parametrize("where", ["prefer", "COURSE_DEVICE"])
+def test_meta_is_refused_because_it_computes_nothing(cpu_only, monkeypatch, where):
+    """Checks 'meta' (shapes without data) is never picked to train or time on."""
+    if where == "COURSE_DEVICE":
+        monkeypatch.setenv("COURSE_DEVICE", "meta")
+    with pytest.raises(ValueError) as raised:
+        get_device(prefer="meta" if where == "prefer" else None)
+    message = str(raised.value)
+    assert "'meta'" in message and "no data" in message and message.endswith("Use one of: cpu.")
+
+
+@pytest.mark.parametrize("request_, device", [("CPU", "cpu"), (" Cpu ", "cpu")])
+def test_device_names_are_case_insensitive(cpu_only, request_, device):
+    assert get_device(prefer=request_) == torch.device(device)
+
+
+def test_case_insensitive_on_a_gpu_box(monkeypatch):
+    simulate_cuda(monkeypatch, count=2)
+    monkeypatch.setenv("COURSE_DEVICE", "CUDA:1")
+    assert get_device() == torch.device("cuda", 1)
+
+
+@pytest.mark.parametrize("request_, suggested", [("gpu", "'cuda'"), ("GPU:1", "'cuda:1'"),
+                                                 ("cdua", "'cuda'"), ("metal", "'mps'")])
+def test_a_near_miss_gets_the_real_name_suggested(cpu_only, request_, suggested):
+    with pytest.raises(ValueError) as raised:
+        get_device(prefer=request_)
+    message = str(raised.value)
+    assert f"{request_!r}, which is not a device name. Did you mean {suggested}" in message
+    assert "is available here" in message  # and says this machine has none of it
+
+
+def test_gpu_suggests_cuda_where_cuda_is_there(monkeypatch):
+    simulate_cuda(monkeypatch, count=1)
+    with pytest.raises(ValueError, match=r"Did you mean 'cuda'\? Available here: cuda:0, cpu\."):
+        get_device(prefer="gpu")
+
+
+def test_tpu_gets_no_misleading_suggestion(cpu_only):
+    with pytest.raises(ValueError) as raised:
+        get_device(prefer="tpu")
+    assert "Did you mean" not in str(raised.value)
 
 
 def test_prefer_accepts_a_device_object(cpu_only):
@@ -106,7 +146,7 @@ def test_prefer_beats_auto(monkeypatch):
 BAD_REQUESTS = [pytest.param(value, id=f"bad-{value}") for value in ["gpu", "cuda:7", "tpu"]]
 
 
-@pytest.mark.parametrize("request_", BAD_REQUESTS + [pytest.param("CUDA", id="bad-CUDA"),
+@pytest.mark.parametrize("request_", BAD_REQUESTS + [pytest.param("CUDA", id="bad-CUDA-here"),
                                                      pytest.param("mps", id="bad-mps")])
 def test_bad_prefer_names_the_value_and_lists_devices(cpu_only, request_):
     with pytest.raises(ValueError) as raised:
@@ -178,7 +218,7 @@ def test_mps_is_picked_with_the_index_its_tensors_report(monkeypatch):
         get_device(prefer="cuda")
 
 
-@pytest.mark.parametrize("request_", ["cpu", "meta", torch.device("cpu")])
+@pytest.mark.parametrize("request_", ["cpu", torch.device("cpu")])
 def test_a_tensor_created_on_the_device_reports_the_same_device(cpu_only, request_):
     device = get_device(prefer=request_)
     assert torch.zeros(2, device=device).device == device

@@ -109,30 +109,48 @@ def test_missing_package_is_reported_not_fatal(monkeypatch):
 # ------------------------------------------------------------------ failures
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
-def test_requested_device_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
+def test_requested_device_missing_exits_non_zero_and_says_so_once(monkeypatch, capsys):
     monkeypatch.setenv("COURSE_DEVICE", "cuda")
     status, text = run_main()
     assert status == doctor.EXIT_NO_DEVICE != 0
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("course doctor: ")
-    assert "'cuda'" in err and "cpu" in err.split("Available here:")[1]
-    assert "NOT ready" in text
+    assert capsys.readouterr().err == ""  # the verdict says it; a terminal shows it once
+    verdict = text.splitlines()[-1]
+    assert verdict.startswith("Verdict: NOT ready: ") and "'cuda'" in verdict
+    assert "cpu" in verdict.split("Available here:")[1]
+    assert text.count("'cuda'") == 1
 
     status, text = run_main(as_json=True)
     assert status == doctor.EXIT_NO_DEVICE
     report = json.loads(text)
     assert report["ok"] is False and "cuda" in report["error"]
     assert report["device"]["picked"] is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("course doctor: ") and "'cuda'" in err
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("meta", "holds shapes but no data"),
+    ("gpu", "Did you mean 'cuda'"),
+])
+def test_course_device_mistakes_are_explained(monkeypatch, value, expected):
+    monkeypatch.setenv("COURSE_DEVICE", value)
+    status, text = run_main()
+    assert status == doctor.EXIT_NO_DEVICE
+    assert expected in text.splitlines()[-1] and "ready." not in text.splitlines()[-1]
+
+
+def test_course_device_in_capitals_is_accepted(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "CPU")
+    status, text = run_main()
+    assert status == doctor.EXIT_OK and text.splitlines()[-1] == "Verdict: ready."
 
 
 def test_torch_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     status, text = run_main()
     assert status == doctor.EXIT_NO_TORCH != 0
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.startswith("course doctor: PyTorch cannot be imported")
-    assert "Python" in text and "NOT ready" in text
+    assert capsys.readouterr().err == ""
+    assert "Python" in text and "NOT ready: PyTorch cannot be imported" in text
 
     status, text = run_main(as_json=True)
     report = json.loads(text)
@@ -186,10 +204,10 @@ def test_second_gpu_requested_by_environment(monkeypatch):
 def test_missing_third_gpu_is_an_error(monkeypatch, capsys):
     simulate_gpus(monkeypatch, [H100, T4])
     monkeypatch.setenv("COURSE_DEVICE", "cuda:2")
-    status, _ = run_main()
+    status, text = run_main()
     assert status == doctor.EXIT_NO_DEVICE
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'cuda:2'" in err and "cuda:0, cuda:1, cpu" in err
+    verdict = text.splitlines()[-1]
+    assert "'cuda:2'" in verdict and "cuda:0, cuda:1, cpu" in verdict
 
 
 def test_cuda_already_initialised_is_reported(monkeypatch):
