@@ -102,8 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
     grade.add_argument("--out", default="grading-output", help="where grades.csv and feedback go")
     grade.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
-    grade.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell")
-    grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    grade.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
+    grade.add_argument("--timeout", type=float, default=240.0,
+                       help="seconds per submission")
     grade.add_argument("--memory-mb", type=int, default=4096, help="memory cap of a kernel")
     grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
     grade.add_argument("--max-notebook-mb", type=float, default=50.0,

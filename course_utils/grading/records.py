@@ -43,8 +43,8 @@ def worst(statuses: list[Status]) -> Status:
 class Limits:
     """Bounds on one submission's run. Each field names the `course grade` flag that sets it."""
 
-    cell_timeout: float = field(default=30.0, metadata={"flag": "--cell-timeout", "unit": "s"})
-    submission_timeout: float = field(default=120.0, metadata={"flag": "--timeout", "unit": "s"})
+    cell_timeout: float = field(default=60.0, metadata={"flag": "--cell-timeout", "unit": "s"})
+    submission_timeout: float = field(default=240.0, metadata={"flag": "--timeout", "unit": "s"})
     memory_mb: int = field(default=4096, metadata={"flag": "--memory-mb", "unit": "MiB",
                                                    "zero_ok": True})  # 0: no cap
     output_bytes: int = field(default=1_000_000, metadata={"flag": "--max-output", "unit": "bytes"})
