@@ -5,7 +5,10 @@ from pathlib import Path
 
 import nbformat
 
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# The kernel `make install` registers in the course's environment: a notebook opened in the
+# course's lab starts the course's Python, not whichever "python3" Jupyter finds first.
+KERNEL_NAME = "gpu-course"
+KERNELSPEC = {"display_name": "Python (GPU course)", "language": "python", "name": KERNEL_NAME}
 NOTEBOOK_METADATA_KEYS = {"kernelspec", "language_info"}
 CELL_METADATA_KEYS = {"nbgrader", "tags", "editable", "deletable"}
 

@@ -1,10 +1,14 @@
 """Committed notebooks are clean, and every lesson has its release."""
 from __future__ import annotations
 
+import re
+import sys
+from pathlib import Path
+
 import nbformat
 import pytest
 
-from course_utils.hygiene import clean_notebook, problems
+from course_utils.hygiene import KERNEL_NAME, clean_notebook, problems
 
 from .conftest import ROOT
 
@@ -40,3 +44,16 @@ def test_problems_reports_outputs_counts_and_metadata():
     assert any("ExecuteTime" in p for p in found)
     assert any("widgets" in p for p in found)
     assert problems(clean_notebook(nb)) == []
+
+
+def test_notebooks_ask_for_the_kernel_the_course_registers():
+    """Checks every notebook names the kernel `make install` registers, and that it exists."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(rf"^KERNEL_NAME := {KERNEL_NAME}$", makefile, re.MULTILINE)
+    for path in sorted(ROOT.glob("*/[0-9][0-9]_*/*.ipynb")):
+        kernelspec = nbformat.read(path, as_version=4).metadata.kernelspec
+        assert kernelspec.name == KERNEL_NAME, path
+    # make install registers it in the course's environment (--sys-prefix), where Jupyter
+    # started from that environment looks.
+    spec = Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME / "kernel.json"
+    assert spec.is_file(), f"{spec} is missing: run make install"
