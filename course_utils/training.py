@@ -197,9 +197,12 @@ def fit(model: torch.nn.Module, train_loader: Iterable, loss_fn: Callable, optim
     _check_optimizer(optimizer, model)
     history = History(device=str(device))
 
-    from tqdm.auto import trange
+    # tqdm's plain-text bar, not its notebook widget: a widget is saved as a frozen "0%" and
+    # needs a CDN in HTML, while text keeps its final state in the saved notebook and in HTML.
+    from tqdm.std import trange
 
-    bar = trange(epochs, desc=f"training on {device}", unit="epoch", disable=not show)
+    bar = trange(epochs, desc=f"training on {device}", unit="epoch", disable=not show,
+                 file=sys.stdout, ncols=100, ascii=True, mininterval=0.5)
     for _ in bar:
         synchronize(device)
         start = time.perf_counter()

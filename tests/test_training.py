@@ -208,6 +208,17 @@ def test_evaluate_rejects_bad_input():
 
 # ------------------------------------------------------------------ progress bar
 
+def test_progress_bar_is_plain_text_that_ends_complete(capsys):
+    """Checks the bar is text on stdout whose last state reads 3/3 epochs (no widget)."""
+    model, optimizer, train_loader, _ = digits_setup()
+    training.fit(model, train_loader, torch.nn.CrossEntropyLoss(), optimizer, epochs=3,
+                 device="cpu", progress=True)
+    out = capsys.readouterr().out
+    final = out.replace("\r", "\n").strip().splitlines()[-1]
+    assert final.startswith("training on cpu: 100%") and "3/3" in final and "train_loss=" in final
+    assert "HBox" not in out and "IntProgress" not in out
+
+
 def test_progress_is_off_under_pytest_and_ci(monkeypatch):
     assert training.progress_enabled(None) is False  # PYTEST_CURRENT_TEST is set
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
