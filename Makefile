@@ -10,6 +10,10 @@ LAB_FLAGS ?=
 # that a file's module-scoped fixtures (a graded class, a started server) are built once.
 PYTEST_FLAGS ?= -n 2 --dist loadfile
 KERNEL_NAME := gpu-course
+# Another PyTorch build, e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu (CPU only, no
+# CUDA libraries) or .../whl/cu126 (older NVIDIA drivers): installed first, at the locked version.
+TORCH_INDEX ?=
+TORCH_VERSION := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.lock)
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
@@ -20,6 +24,7 @@ install: $(STAMP)
 # Reinstall only when the dependency declarations change.
 $(STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --disable-pip-version-check torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
 	@touch $(STAMP)
