@@ -11,8 +11,8 @@ from course_utils.cli import main
 from .conftest import ROOT, run_course
 
 
-def test_doctor_fails_in_one_line_for_a_missing_device():
-    """Checks COURSE_DEVICE=cuda on a CPU machine exits non-zero with one clear line."""
+def test_doctor_fails_with_the_reason_once_for_a_missing_device():
+    """Checks COURSE_DEVICE=cuda on a CPU machine exits non-zero and says why exactly once."""
     pytest.importorskip("torch")
     import torch
 
@@ -20,8 +20,10 @@ def test_doctor_fails_in_one_line_for_a_missing_device():
         pytest.skip("this machine has CUDA")
     done = run_course("doctor", env={"COURSE_DEVICE": "cuda"})
     assert done.returncode != 0
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cuda" in lines[0] and "cpu" in lines[0]
+    output = done.stdout + done.stderr
+    assert output.count("asks for device 'cuda'") == 1, output
+    verdict = done.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("Verdict: NOT ready:") and "Available here: cpu" in verdict
 
 
 def test_doctor_json_runs(tmp_path):

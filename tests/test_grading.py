@@ -191,9 +191,14 @@ def test_grades_csv_and_gradebook_agree_with_the_table(graded):
 
 
 def test_time_is_bounded(graded):
-    """Checks the whole run, SIGINT-proof loop included, stayed within the configured bounds."""
-    submissions = len(graded["rows"])
-    assert graded["seconds"] < submissions * LIMITS["submission_timeout"] / 2
+    """Checks the whole run, SIGINT-proof loop included, took about what honest work takes.
+
+    On 2 cores a submission takes 5-20 s (lesson 07 the most); the loop that ignores SIGINT
+    may cost one cell limit. The bound is about 3x this machine's time (326 s for 49 rows);
+    kernels that each hung to their submission limit (150 s) would break it.
+    """
+    per_worker = len(graded["rows"]) / 2
+    assert graded["seconds"] < per_worker * 40 + 2 * LIMITS["cell_timeout"], graded["seconds"]
 
 
 def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):

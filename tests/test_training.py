@@ -257,13 +257,6 @@ def test_fit_prints_nothing_without_progress(capsys):
     assert captured.out == "" and captured.err == ""
 
 
-def test_fit_shows_a_bar_when_asked(capsys):
-    model, optimizer, train_loader, _ = digits_setup()
-    training.fit(model, train_loader, torch.nn.CrossEntropyLoss(), optimizer, 2, device="cpu",
-                 progress=True)
-    assert "training on cpu" in capsys.readouterr().err
-
-
 # ------------------------------------------------------------------ plot_history
 
 def test_plot_history_draws_loss_and_accuracy(tmp_path):
