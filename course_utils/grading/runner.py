@@ -95,7 +95,11 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
         names = {student.id: student.display_name for student in roster}
         students = list(dict.fromkeys([*(student.id for student in roster),
                                        *student_folders(submissions)]))
-        not_there = absent(submissions, chosen, students, found)
+        # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
+        # nobody submitted is not in the table at all.
+        submitted_lessons = {s.lesson for s in found}
+        not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
+                                         if name in submitted_lessons}, students, found)
         run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
         recorder = _Recorder(db_url, out, len(found), progress)
