@@ -1,6 +1,7 @@
-# The two commands a learner and a CI maintainer need:
-#   make lab    set up .venv (first time only) and open JupyterLab on notebooks/
-#   make test   set up .venv (first time only) and run the whole test suite
+# The commands a learner, an instructor and a CI maintainer need:
+#   make lab         set up .venv (first time only) and open JupyterLab on notebooks/
+#   make instructor  the same, on the whole course, with formgrader (docs/instructor.md)
+#   make test        set up .venv (first time only) and run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -17,7 +18,17 @@ TORCH_VERSION := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.lock)
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test install release release-check bench lock clean-venv
+# Each lab reads its own settings (jupyter/README.md) through these variables: nothing is
+# written to ~/.jupyter or the environment's global configuration.
+HERE := $(abspath .)
+LEARNER_ENV := JUPYTER_CONFIG_PATH="$(HERE)/jupyter/learner$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	JUPYTER_PATH="$(HERE)/jupyter/share$(if $(JUPYTER_PATH),:$(JUPYTER_PATH))"
+# nbgrader runs `alembic` (gradebook migrations) from PATH.
+INSTRUCTOR_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH" \
+	JUPYTER_CONFIG_PATH="$(HERE)/jupyter/instructor$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	JUPYTER_PATH="$(HERE)/jupyter/share$(if $(JUPYTER_PATH),:$(JUPYTER_PATH))"
+
+.PHONY: lab instructor test install release release-check bench lock clean-venv
 
 install: $(STAMP)
 
@@ -29,8 +40,15 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
 	@touch $(STAMP)
 
+# Learners: the released notebooks, learner extensions only.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_FLAGS)
+	$(LEARNER_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_FLAGS)
+
+# Instructors: the whole course (formgrader needs the course folder inside the lab's root),
+# with the gradebook migrated and the lessons registered before formgrader first opens.
+instructor: $(STAMP)
+	$(INSTRUCTOR_ENV) $(VENV)/bin/course gradebook
+	$(INSTRUCTOR_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(HERE)" $(ROOT_FLAG) $(LAB_FLAGS)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

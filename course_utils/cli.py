@@ -46,31 +46,76 @@ def _grade(args) -> int:
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
     from .grading.records import Limits
-    from .grading.report import format_table
+    from .grading.report import as_json, format_table
+    from .grading.roster import read_roster
     from .grading.runner import grade
     from .paths import course_root
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
                     max_notebook_mb=args.max_notebook_mb)
+    roster = read_roster(Path(args.roster)) if args.roster else None
     out = Path(args.out)
+    as_text = args.format == "table"
     outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
                     db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
-                    use_sandbox=not args.unsafe_no_sandbox, on_isolation=_announce,
+                    use_sandbox=not args.unsafe_no_sandbox, roster=roster,
+                    on_isolation=_announce if as_text else lambda isolation: None,
                     progress=lambda line: print(line, file=sys.stderr, flush=True))
-    print(format_table(outcome.rows))
-    print(f"\nGradebook: {args.db or out / 'gradebook.db'}; grades: {out / 'grades.csv'}; "
-          f"feedback: {out / 'feedback'}/")
+    if not as_text:
+        print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
+                      not_graded=outcome.not_graded))
+    else:
+        print(format_table(outcome.rows))
+        print(f"\nSeed: {outcome.seed} (--seed {outcome.seed} repeats this run's hidden "
+              f"inputs)\nGradebook: {args.db or out / 'gradebook.db'}; grades: "
+              f"{out / 'grades.csv'} and {out / 'grades.json'}; feedback: {out / 'feedback'}/")
+        if outcome.absent:
+            print(f"{outcome.absent} row(s) are students who submitted nothing for a lesson "
+                  "(status missing).")
     if outcome.interrupted:
         print(f"Interrupted: {len(outcome.rows)} submission(s) graded and recorded; "
               f"{outcome.not_graded} not graded. Run the same command again to grade them "
               "(grades are replaced, not added).")
         return 130
     failed = [row for row in outcome.rows if not row.status.fully_graded]
-    if failed:
-        print(f"{len(failed)} submission(s) could not be fully graded; see status and reason.")
+    if len(failed) > outcome.absent:  # a student who submitted nothing is no grading failure
+        if as_text:
+            print(f"{len(failed) - outcome.absent} submission(s) could not be fully graded; "
+                  "see status and reason.")
         return 1
     return 0
+
+
+def _gradebook(args) -> int:
+    """Create (or bring up to date) the gradebook formgrader opens, before any grading."""
+    from .grading import gradebook
+    from .grading.roster import read_roster
+    from .grading.structure import load_lesson
+    from .paths import check_lessons, course_root
+
+    root = course_root()
+    db_url = gradebook.database_url(
+        args.db or f"sqlite:///{(Path(args.out) / 'gradebook.db').resolve()}")
+    database = gradebook.sqlite_path(db_url)
+    if database is not None:
+        database.parent.mkdir(parents=True, exist_ok=True)
+    lessons = [load_lesson(root, name) for name in check_lessons(root, None)]
+    gradebook.upgrade(db_url)
+    gradebook.register_lessons(db_url, lessons)
+    if args.roster:
+        gradebook.register_students(db_url, read_roster(Path(args.roster)))
+    exchange = _exchange_folder(root)
+    print(f"Gradebook ready: {gradebook.shown_url(db_url)} ({len(lessons)} lessons"
+          f"{', roster imported' if args.roster else ''}); exchange: {exchange}")
+    return 0
+
+
+def _exchange_folder(root: Path) -> Path:
+    """The course's nbgrader exchange, created writable for every user (like /tmp)."""
+    from .exchange import prepare_exchange
+
+    return prepare_exchange(root)
 
 
 def _clean(args) -> int:
@@ -110,10 +155,22 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--max-notebook-mb", type=float, default=50.0,
                        help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
+    grade.add_argument("--roster", metavar="STUDENTS_CSV",
+                       help="nbgrader's student CSV (id,first_name,last_name[,email]): names in "
+                            "the gradebook, and a row for each student who submitted nothing")
+    grade.add_argument("--format", choices=("table", "json"), default="table",
+                       help="what to print: a table (default) or the grades as JSON")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="grade without the bubblewrap sandbox (student code then runs "
                             "with your rights: see docs/grading.md)")
     grade.set_defaults(run=_grade)
+
+    prepare = commands.add_parser(
+        "gradebook", help="create the gradebook and register the lessons (before formgrader)")
+    prepare.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
+    prepare.add_argument("--out", default="grading-output", help="course grade's output folder")
+    prepare.add_argument("--roster", metavar="STUDENTS_CSV", help="import names from this CSV")
+    prepare.set_defaults(run=_gradebook)
 
     clean = commands.add_parser("clean", help="strip outputs and volatile metadata from notebooks")
     clean.add_argument("paths", nargs="+")

@@ -10,13 +10,25 @@ def result(*items, status=Status.GRADED, reason=""):
                             (NotebookResult("setup", status, reason, tuple(items)),))
 
 
-def test_totals_separate_autograded_from_written_points():
-    """Checks the headline counts only autograded points, and says written ones come later."""
+def test_totals_say_which_written_points_are_still_to_be_graded():
+    """Checks the headline counts the points given so far, and says written ones come later."""
     page = render(result(ItemResult("t1", 2, 2.0, "passed", "d1"),
                          ItemResult("t2", 3, 0.0, "wrong", "d2"),
                          ItemResult("w", 2, None, "needs manual grading")))
-    assert "Autograded score: 2 / 5</strong> — written answers (2 points) are graded by hand" in page
+    assert "Score: 2 / 7</strong> — written answers (2 points) are still to be graded by hand" \
+        in page
     assert "to be graded by hand" in page
+
+
+def test_hand_scores_and_comments_are_shown_and_counted():
+    """Checks a score and comment given in formgrader appear, and count in the total."""
+    page = render(result(ItemResult("t1", 2, 2.0, "passed", "d1"),
+                         ItemResult("w", 2, None, "needs manual grading", hand_score=1.5,
+                                    hand_comment="Good, but <why> the sync?")))
+    assert "Score: 3.5 / 4</strong></p>" in page
+    assert "1.5 / 2 (graded by hand)" in page
+    assert "Good, but &lt;why&gt; the sync?" in page
+    assert "needs manual grading" not in page and "still to be graded" not in page
 
 
 def test_messages_and_names_are_escaped():

@@ -126,9 +126,21 @@ def test_every_row_is_there_once(graded):
     expected = {(case.student, corpus.LESSON) for case in corpus.CASES}
     expected |= {(f"{kind}-{lesson}", lesson) for lesson, _, _ in lesson_notebooks()
                  for kind in ("solution", "blank", "wrong")}
-    assert set(graded["rows"]) == expected
+    submitted = {key for key, row in graded["rows"].items() if not is_absent(row)}
+    assert submitted == expected
+    # Every student found also has a `missing` row for each other lesson graded.
+    students = {student for student, _ in expected}
+    lessons = {lesson for _, lesson in expected}
+    assert set(graded["rows"]) == {(s, lesson) for s in students for lesson in lessons}
+    absent = [row for row in graded["rows"].values() if is_absent(row)]
+    assert all(row.status == "missing" and row.score == 0 for row in absent)
     with (graded["out"] / "grades.csv").open() as handle:
-        assert len(handle.readlines()) == len(expected) + 1
+        assert len(handle.readlines()) == len(students) * len(lessons) + 1
+
+
+def is_absent(row) -> bool:
+    """A row for a lesson the student has no folder for (not a submission)."""
+    return row.reason.startswith("nothing submitted: no folder")
 
 
 def test_the_course_is_unchanged_after_the_run(graded):
@@ -182,7 +194,8 @@ def gradebook_scores(db_path) -> dict[tuple[str, str], float]:
 def test_grades_csv_and_gradebook_agree_with_the_table(graded):
     """Checks every row's score is in nbgrader's gradebook, and the tamper trigger is not."""
     scores = gradebook_scores(graded["out"] / "gradebook.db")
-    assert scores == {key: row.score for key, row in graded["rows"].items()}
+    assert scores == {key: row.score for key, row in graded["rows"].items()
+                      if not is_absent(row)}  # a lesson not submitted is no gradebook entry
     assert scores[("honest", corpus.LESSON)] == 4
     assert scores[("write-gradebook", corpus.LESSON)] == 0  # its trigger would make this 200
     with sqlite3.connect(graded["out"] / "gradebook.db") as db:

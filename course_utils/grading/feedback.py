@@ -17,7 +17,7 @@ def render(result: SubmissionResult) -> str:
     student, lesson = html.escape(result.student), html.escape(result.lesson)
     parts = [f"<!doctype html><meta charset='utf-8'><title>{lesson} — {student}</title>",
              f"<style>{STYLE}</style><h1>Feedback: {lesson}</h1><p>Student: {student}</p>"]
-    total = auto_maximum = manual_maximum = 0.0
+    total = maximum = waiting = 0.0
     for notebook in result.notebooks:
         parts.append(f"<h2>{html.escape(notebook.name)}.ipynb</h2>")
         if notebook.status is not Status.GRADED or notebook.reason:
@@ -26,23 +26,27 @@ def render(result: SubmissionResult) -> str:
         parts.append("<table><tr><th>exercise</th><th>what is checked</th><th>score</th>"
                      "<th>feedback</th></tr>")
         for item in notebook.items:
-            if item.score is None:
-                manual_maximum += item.points
+            maximum += item.points
+            if item.ungraded:
+                waiting += item.points
+                css, shown = "todo", "to be graded by hand"
             else:
-                auto_maximum += item.points
-                total += item.score
-            css = "todo" if item.score is None else ("ok" if item.score == item.points else "bad")
-            shown = "to be graded by hand" if item.score is None \
-                else f"{item.score:g} / {item.points:g}"
+                total += item.awarded
+                css = "ok" if item.awarded == item.points else "bad"
+                shown = f"{item.awarded:g} / {item.points:g}"
+                if item.hand_score is not None:
+                    shown += " (graded by hand)"
+            notes = [text for text in (item.message if item.hand_score is None or not item.manual
+                                       else "", item.hand_comment) if text]
+            comment = "".join(f"<pre>{html.escape(text)}</pre>" for text in notes)
             parts.append(
                 f"<tr><td>{html.escape(item.grade_id)}</td>"
                 f"<td>{html.escape(item.docstring or 'written answer')}</td>"
-                f"<td class='{css}'>{shown}</td>"
-                f"<td><pre>{html.escape(item.message)}</pre></td></tr>")
+                f"<td class='{css}'>{shown}</td><td>{comment}</td></tr>")
         parts.append("</table>")
-    summary = f"<p><strong>Autograded score: {total:g} / {auto_maximum:g}</strong>"
-    if manual_maximum:
-        summary += f" — written answers ({manual_maximum:g} points) are graded by hand"
+    summary = f"<p><strong>Score: {total:g} / {maximum:g}</strong>"
+    if waiting:
+        summary += f" — written answers ({waiting:g} points) are still to be graded by hand"
     parts.insert(2, summary + "</p>")
     return "\n".join(parts) + "\n"
 

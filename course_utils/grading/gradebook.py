@@ -11,19 +11,22 @@ at once (each grading a shard of the class). Two things make that safe:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 import warnings
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SAWarning
 
 from ..paths import ensure_tools_on_path
 from .records import SubmissionResult
+from .roster import RosterStudent
 from .structure import Lesson
 
 if TYPE_CHECKING:
@@ -159,11 +162,16 @@ class GradebookWriter:
     def __exit__(self, *exc) -> None:
         self._gb.close()
 
-    def record(self, result: SubmissionResult) -> None:
-        """Store one submission; re-grading replaces earlier scores. Retries a unique-key race.
+    def record(self, result: SubmissionResult,
+               timestamp: datetime | None = None) -> SubmissionResult:
+        """Store one submission; return it with the hand grades the gradebook holds.
 
-        A concurrent run may insert the same student or submission between our look-up and
-        our insert; the retry then finds that row.
+        Re-grading replaces the autograder's scores and comments, never the instructor's: a
+        score or comment given in formgrader stays, and comes back in the returned result
+        (for grades.csv and the feedback page). ``timestamp`` is the submission's time, as
+        in ``submitted/<student>/<lesson>/timestamp.txt`` (formgrader compares the two).
+        Retries a unique-key race: a concurrent run may insert the same student or
+        submission between our look-up and our insert; the retry then finds that row.
         """
         from nbgrader.api import InvalidEntry
 
@@ -173,14 +181,15 @@ class GradebookWriter:
                     # nbgrader's add_submission trips SQLAlchemy's autoflush warning; the rows
                     # are right.
                     warnings.filterwarnings("ignore", category=SAWarning)
-                    _record(self._gb, result)
+                    recorded = _record(self._gb, result, timestamp)
                     self._gb.db.commit()
-                return
+                return recorded
             except (InvalidEntry, IntegrityError):
                 self._gb.db.rollback()
                 if attempt == RECORD_ATTEMPTS - 1:
                     raise
                 time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
 
 @contextlib.contextmanager
@@ -195,29 +204,84 @@ def _quiet_nbgrader() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _record(gb: NbgraderGradebook, result: SubmissionResult) -> None:
+def _record(gb: NbgraderGradebook, result: SubmissionResult,
+            timestamp: datetime | None) -> SubmissionResult:
     from nbgrader.api import MissingEntry
 
     gb.update_or_create_student(result.student)
     try:
-        gb.find_submission(result.lesson, result.student)
+        submission = gb.find_submission(result.lesson, result.student)
+        if timestamp is not None:
+            submission.timestamp = timestamp
     except MissingEntry:
-        gb.add_submission(result.lesson, result.student)
+        extra = {} if timestamp is None else {"timestamp": timestamp}
+        gb.add_submission(result.lesson, result.student, **extra)
+    notebooks = []
     for notebook in result.notebooks:
+        items = []
         for item in notebook.items:
             grade = gb.find_grade(item.grade_id, notebook.name, result.lesson, result.student)
             grade.auto_score = None if item.manual else float(item.score)
-            grade.needs_manual_grade = item.manual  # a written answer: left for the instructor
+            # A written answer waits for the instructor until a hand score is given; a hand
+            # score (or an override of an autograded one) is the instructor's and stays.
+            grade.needs_manual_grade = item.manual and grade.manual_score is None
+            hand_comment = ""
             try:
                 comment = gb.find_comment(item.grade_id, notebook.name, result.lesson,
                                           result.student)
                 comment.auto_comment = item.message
+                hand_comment = comment.manual_comment or ""
             except MissingEntry:
                 pass  # test cells have no comment row in nbgrader's schema
+            items.append(dataclasses.replace(item, hand_score=grade.manual_score,
+                                             hand_comment=hand_comment))
+        notebooks.append(dataclasses.replace(notebook, items=tuple(items)))
+    return dataclasses.replace(result, notebooks=tuple(notebooks))
 
 
-def record_all(db_url: str, results: list[SubmissionResult]) -> None:
-    """Store several results (each in its own transaction)."""
+def register_students(db_url: str, students: list[RosterStudent]) -> None:
+    """Put a roster's names (and emails) into the gradebook: formgrader shows "Last, First"."""
+    with _setup_lock(db_url), Gradebook(db_url) as gb:
+        for student in students:
+            gb.update_or_create_student(student.id, first_name=student.first_name or None,
+                                        last_name=student.last_name or None,
+                                        email=student.email)
+
+
+def record_all(db_url: str, results: list[SubmissionResult]) -> list[SubmissionResult]:
+    """Store several results (each in its own transaction); return them with hand grades."""
     with GradebookWriter(db_url) as writer:
-        for result in results:
-            writer.record(result)
+        return [writer.record(result) for result in results]
+
+
+def shown_url(db_url: str) -> str:
+    """The URL for messages: the file of an SQLite gradebook, a server URL without password."""
+    database = sqlite_path(db_url)
+    return str(database) if database is not None \
+        else make_url(db_url).render_as_string(hide_password=True)
+
+
+def upgrade(db_url: str) -> None:
+    """Bring an existing gradebook to nbgrader's current schema (`nbgrader db upgrade`).
+
+    A gradebook that does not exist yet needs nothing: it is created at the newest revision.
+    nbgrader migrates by running the `alembic` executable, which must be on PATH: this
+    environment's scripts folder is put there.
+    """
+    database = sqlite_path(db_url)
+    if database is not None and not database.exists():
+        return
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            tables = set(inspect(connection).get_table_names())
+            current = connection.execute(text("SELECT version_num FROM alembic_version")) \
+                .scalar() if "alembic_version" in tables else None
+    finally:
+        engine.dispose()
+    if not tables or current == _alembic_head():
+        return  # empty (created below) or already current
+    from nbgrader import dbutil
+
+    ensure_tools_on_path()
+    dbutil.upgrade(db_url)

@@ -225,3 +225,42 @@ def parse_notebook(raw: bytes) -> NotebookNode:
         raise InvalidSubmission(f"the notebook does not follow the nbformat schema: {first}") \
             from None
     return nb
+
+
+def student_folders(submissions: Path) -> list[str]:
+    """The students found: every folder (or link) under SUBMISSIONS not starting with a dot."""
+    return [entry.name for entry in _entries(submissions.resolve())
+            if not entry.name.startswith(".")
+            and (entry.is_symlink() or entry.is_dir(follow_symlinks=False))]
+
+
+def absent(submissions: Path, lessons: dict[str, Lesson], students: list[str],
+           found: list[Submission]) -> list[Submission]:
+    """A ``missing`` submission for each of these students' lessons that has no folder.
+
+    The reason names what the student's folder holds instead (a misnamed lesson folder, a
+    notebook left at the top), or says that there is no folder for the student at all.
+    """
+    have = {(submission.student, submission.lesson) for submission in found}
+    root = submissions.resolve()
+    missing = []
+    for student in students:
+        folder = root / student
+        for lesson in lessons.values():
+            if (student, lesson.name) in have:
+                continue
+            if folder.is_symlink() or not folder.is_dir():
+                reason = f"nothing submitted: no folder {shown(student)} in the submissions"
+            else:
+                names = [entry.name for entry in _entries(folder)
+                         if not entry.name.startswith(".")]
+                reason = f"nothing submitted: no folder {shown(lesson.name)}"
+                if names:
+                    listed = ", ".join(shown(name) for name in names[:SHOWN_ENTRIES])
+                    more = f" and {len(names) - SHOWN_ENTRIES} more" \
+                        if len(names) > SHOWN_ENTRIES else ""
+                    reason += f"; found {listed}{more}"
+                else:
+                    reason += "; the student's folder is empty"
+            missing.append(_unreadable(student, lesson, Status.MISSING, reason))
+    return missing

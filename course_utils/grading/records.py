@@ -70,17 +70,31 @@ class Limits:
 
 @dataclass(frozen=True)
 class ItemResult:
-    """The verdict on one graded cell."""
+    """The verdict on one graded cell, and the instructor's, if one was given by hand."""
 
     grade_id: str
     points: float
     score: float | None  # None: a written answer, left for the instructor
     message: str
     docstring: str = ""
+    # Given in formgrader and read back from the gradebook; never changed by re-grading.
+    hand_score: float | None = None
+    hand_comment: str = ""
 
     @property
     def manual(self) -> bool:
+        """A written answer: graded by hand, never by the autograder."""
         return self.score is None
+
+    @property
+    def awarded(self) -> float | None:
+        """The score that counts: the instructor's where given, else the autograder's."""
+        return self.hand_score if self.hand_score is not None else self.score
+
+    @property
+    def ungraded(self) -> bool:
+        """A written answer still waiting for its hand score."""
+        return self.awarded is None
 
 
 @dataclass(frozen=True)
@@ -107,7 +121,7 @@ class SubmissionResult:
 
     @property
     def score(self) -> float:
-        return sum(item.score or 0.0 for item in self.items)
+        return sum(item.awarded or 0.0 for item in self.items)
 
     @property
     def max_score(self) -> float:
@@ -120,6 +134,8 @@ class SubmissionResult:
     @property
     def reason(self) -> str:
         reasons = [notebook.reason for notebook in self.notebooks if notebook.reason]
-        if self.status is Status.GRADED and any(item.manual for item in self.items):
-            reasons.append("written answers need manual grading")
+        waiting = sum(item.ungraded for item in self.items)
+        if self.status is Status.GRADED and waiting:
+            reasons.append("1 written answer needs manual grading" if waiting == 1
+                           else f"{waiting} written answers need manual grading")
         return "; ".join(reasons)

@@ -14,14 +14,16 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..paths import check_lessons
-from . import feedback, gradebook, sandbox
-from .intake import Submission, discover
+from . import feedback, gradebook, sandbox, submitted
+from .intake import Submission, absent, discover, student_folders
 from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
-from .report import Row, write_csv
+from .report import Row, write_csv, write_json
+from .roster import RosterStudent
 from .sandbox import Isolation
 from .session import KernelRecipe
 from .structure import Lesson, load_lesson
@@ -38,6 +40,8 @@ class GradingOutcome:
     rows: list[Row]
     isolation: Isolation
     not_graded: int = 0  # submissions left when the run was interrupted
+    seed: int | None = None  # the run's seed: hidden checks drew their inputs from it
+    absent: int = 0  # rows of students (roster or found) with no folder for a lesson
 
     @property
     def interrupted(self) -> bool:
@@ -52,12 +56,17 @@ def isolation_in_force(use_sandbox: bool) -> Isolation:
 def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
           db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
           seed: int | None = None, use_sandbox: bool = True,
+          roster: list[RosterStudent] | None = None,
           on_isolation: Callable[[Isolation], None] = lambda isolation: None,
           progress: Callable[[str], None] = lambda line: None) -> GradingOutcome:
     """Grade every submission under SUBMISSIONS/<student>/<lesson>/.
 
-    Writes the gradebook, ``grades.csv``, ``feedback/<student>/<lesson>.html`` and
-    ``autograded/<student>/<lesson>/`` (for nbgrader's formgrader) under ``out``.
+    Writes the gradebook, ``grades.csv`` and ``grades.json``,
+    ``feedback/<student>/<lesson>.html``, and for nbgrader's formgrader
+    ``submitted/<student>/<lesson>/`` (with ``timestamp.txt``) and
+    ``autograded/<student>/<lesson>/`` under ``out``. ``roster`` (nbgrader's student CSV,
+    read) names the students in the gradebook and adds a ``missing`` row for each lesson a
+    student on it did not submit. Hand grades given in formgrader are kept, and counted.
     Refuses to grade without the sandbox unless ``use_sandbox`` is False. ``on_isolation``
     hears which isolation is in force before any work starts; ``progress`` gets one line
     per submission graded. Ctrl-C stops the run: what was graded is kept and written, and
@@ -82,12 +91,22 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
         chosen = {name: load_lesson(root, name) for name in chosen_names}
         found = discover(submissions, chosen, limits.max_notebook_bytes)
         gradable = [submission for submission in found if submission.gradable]
+        roster = roster or []
+        names = {student.id: student.display_name for student in roster}
+        students = list(dict.fromkeys([*(student.id for student in roster),
+                                       *student_folders(submissions)]))
+        # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
+        # nobody submitted is not in the table at all.
+        submitted_lessons = {s.lesson for s in found}
+        not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
+                                         if name in submitted_lessons}, students, found)
+        run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
         recorder = _Recorder(db_url, out, len(found), progress)
         try:
             graded_lessons = [chosen[name] for name in dict.fromkeys(s.lesson for s in gradable)]
             config = WorkerConfig(
-                run_seed=secrets.randbelow(2**31) if seed is None else seed, limits=limits,
+                run_seed=run_seed, limits=limits,
                 recipe=_kernel_recipe(root, out, submissions, scratch_root, db_url,
                                       graded_lessons, limits, jobs, in_force),
                 scratch_root=scratch_root, autograded_dir=out / "autograded",
@@ -95,7 +114,10 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
                 spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)
 
             def set_up_gradebook() -> None:  # while the workers start their first kernels
-                recorder.open(list(chosen.values()))
+                recorder.open(list(chosen.values()), roster)
+                for submission in found:  # where formgrader counts them
+                    recorder.timestamps[(submission.student, submission.lesson)] = \
+                        submitted.keep(submissions, submission, out / "submitted")
                 for submission in found:
                     if not submission.gradable:
                         recorder(_unread(submission))
@@ -105,11 +127,21 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
         finally:
             recorder.close()
             shutil.rmtree(scratch_root, ignore_errors=True)
-            order = {(s.student, s.lesson): index for index, s in enumerate(found)}
-            rows = sorted((Row.from_result(result) for result in recorder.results),
-                          key=lambda row: order[(row.student, row.lesson)])
-            write_csv(out / "grades.csv", rows)
-    return GradingOutcome(rows, in_force, len(found) - len(rows))
+            rows = [Row.from_result(result, run_seed, names.get(result.student, ""))
+                    for result in recorder.results]
+            if len(recorder.results) == len(found):  # finished: list who submitted nothing
+                rows += [dataclasses.replace(  # nothing to score: exercise cells left blank
+                    Row.from_result(_unread(submission), run_seed,
+                                    names.get(submission.student, "")), exercises=())
+                    for submission in not_there]
+            lesson_order = {name: index for index, name in enumerate(chosen)}
+            rows.sort(key=lambda row: (row.student, lesson_order[row.lesson]))
+            columns = [item.grade_id for lesson in chosen.values()
+                       for notebook in lesson.notebooks for item in notebook.items]
+            write_csv(out / "grades.csv", rows, columns)
+            write_json(out / "grades.json", rows, run_seed)
+    return GradingOutcome(rows, in_force, len(found) - len(recorder.results), run_seed,
+                          len(not_there) if len(recorder.results) == len(found) else 0)
 
 
 class _Recorder:
@@ -118,15 +150,20 @@ class _Recorder:
     def __init__(self, db_url: str, out: Path, total: int, progress: Callable[[str], None]):
         self.db_url, self.out, self.total, self.progress = db_url, out, total, progress
         self.results: list[SubmissionResult] = []
+        self.timestamps: dict[tuple[str, str], datetime] = {}
         self._writer: gradebook.GradebookWriter | None = None
 
-    def open(self, lessons: list[Lesson]) -> None:
+    def open(self, lessons: list[Lesson], roster: list[RosterStudent]) -> None:
         gradebook.register_lessons(self.db_url, lessons)
+        if roster:
+            gradebook.register_students(self.db_url, roster)
         self._writer = gradebook.GradebookWriter(self.db_url)
 
     def __call__(self, result: SubmissionResult) -> None:
         assert self._writer is not None, "the gradebook is set up before any result arrives"
-        self._writer.record(result)
+        # The gradebook hands back the instructor's hand grades, kept across re-grades.
+        result = self._writer.record(result, self.timestamps.get((result.student,
+                                                                  result.lesson)))
         feedback.write(self.out / "feedback", result)
         self.results.append(result)
         self.progress(f"[{len(self.results)}/{self.total}] {result.student} {result.lesson}: "
