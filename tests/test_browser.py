@@ -166,7 +166,7 @@ def accept_kernel_choice(page) -> bool:
     dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
     if not dialog.count():
         return False
-    dialog.get_by_role("button", name="Select", exact=True).click()
+    dialog.locator("button.jp-mod-accept").click()  # "Select": the proposed kernel
     dialog.wait_for(state="detached")
     return True
 
