@@ -7,9 +7,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LAB_FLAGS ?=
-# Two workers (this course's CI machine has 2 cores); one test file per worker at a time, so
-# that a file's module-scoped fixtures (a graded class, a started server) are built once.
-PYTEST_FLAGS ?= -n 2 --dist loadfile
+# Three workers on this course's 2-core CI machine: many tests wait on servers, browsers and
+# subprocesses, so two workers left the cores idle about half the time. One test file per
+# worker at a time, so that a file's module-scoped fixtures (a graded class, a started
+# server) are built once.
+PYTEST_FLAGS ?= -n 3 --dist loadfile
 KERNEL_NAME := gpu-course
 # Another PyTorch build, e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu (CPU only, no
 # CUDA libraries) or .../whl/cu126 (older NVIDIA drivers): installed first, at the locked version.
