@@ -163,3 +163,19 @@ def test_torchrun_runs_two_ranks_inside(grading_sandbox, scratch):
     assert done.returncode == 0, done.stdout + done.stderr
     # Both ranks print to one file: their lines may interleave.
     assert sorted(re.findall(r"rank (\d) of 2: sum 3", done.stdout)) == ["0", "1"], done.stdout
+
+
+def test_a_folder_under_tmp_stays_readable_and_tmp_private(grading_sandbox, scratch, tmp_path):
+    """Checks a readable folder under /tmp (a course cloned there: CI) is seen inside, on top of
+    the sandbox's private /tmp, while the rest of the host's /tmp is not."""
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "lesson.txt").write_text("seen")
+    (tmp_path / "beside.txt").write_text("secret")
+    assert str(course).startswith("/tmp/")
+    script = (f"import os; print(open({str(course / 'lesson.txt')!r}).read(), "
+              f"os.path.exists({str(tmp_path / 'beside.txt')!r}))")
+    done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
+                       readable=[course])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["seen", "False"]

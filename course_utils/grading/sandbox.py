@@ -111,8 +111,9 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
                unset_env: Sequence[str] = ("JPY_PARENT_PID",)) -> list[str]:
     """The bwrap command line that runs ``command`` confined.
 
-    Later mounts cover earlier ones, so the order is: system and Python (read-only), fresh
-    /proc, /dev and tmpfs, hidden folders, then the writable folders on top.
+    Later mounts cover earlier ones, so the order is: the system (read-only), fresh /proc,
+    /dev and tmpfs, then Python and the course (read-only: on top of the fresh /tmp, so that
+    a course cloned under /tmp stays visible), hidden folders, and the writable folders.
     ``JPY_PARENT_PID`` is unset by default: in its own PID namespace a kernel would see a
     different parent and exit at once; --die-with-parent gives the guarantee it was for.
     """
@@ -128,15 +129,15 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
             argv += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
             argv += ["--ro-bind", folder, folder]
-    for folder in [*python_folders(), *confinement.readable]:
-        argv += ["--ro-bind", str(folder), str(folder)]
-    for secret in SECRET_PATHS:
-        argv += _cover(Path(secret))
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for device in sorted(Path("/dev").glob("nvidia*")):  # CUDA needs its device files
         argv += ["--dev-bind", str(device), str(device)]
     size = str(TMPFS_MB * 2**20)
     argv += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    for folder in [*python_folders(), *confinement.readable]:
+        argv += ["--ro-bind", str(folder), str(folder)]
+    for secret in SECRET_PATHS:
+        argv += _cover(Path(secret))
     roots = _visible_roots(confinement)
     for path in confinement.hidden:
         if _inside(Path(path), roots):
