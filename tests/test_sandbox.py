@@ -1,6 +1,7 @@
 """The bubblewrap sandbox, tried from inside: what a confined process can see, touch and kill."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -126,7 +127,10 @@ def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
                    "--die-with-parent", "--new-session"):
         assert option in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
-    assert argv[-6:] == ["--remount-ro", "/", "--chdir", str(tmp_path), "--", "true"]
+    assert argv[-4:] == ["--chdir", str(tmp_path), "--", "true"]
+    root_frozen = next(i for i, pair in enumerate(itertools.pairwise(argv))
+                       if pair == ("--remount-ro", "/"))
+    assert root_frozen > argv.index("--bind")
     assert argv.index("--bind") > argv.index(str(hidden)) > argv.index("--proc")
     assert argv[argv.index(str(hidden)) - 1] == "--tmpfs"
     # A folder outside everything visible needs no cover.
@@ -167,15 +171,26 @@ def test_torchrun_runs_two_ranks_inside(grading_sandbox, scratch):
 
 def test_a_folder_under_tmp_stays_readable_and_tmp_private(grading_sandbox, scratch, tmp_path):
     """Checks a readable folder under /tmp (a course cloned there: CI) is seen inside, on top of
-    the sandbox's private /tmp, while the rest of the host's /tmp is not."""
+    the sandbox's private /tmp, that nothing can be written beside it, while the rest of the
+    host's /tmp is not seen and the private /tmp stays writable."""
     course = tmp_path / "course"
     course.mkdir()
     (course / "lesson.txt").write_text("seen")
     (tmp_path / "beside.txt").write_text("secret")
     assert str(course).startswith("/tmp/")
-    script = (f"import os; print(open({str(course / 'lesson.txt')!r}).read(), "
-              f"os.path.exists({str(tmp_path / 'beside.txt')!r}))")
+    script = textwrap.dedent(f"""
+        import os
+        def write(path):
+            try:
+                open(path, "a").close()
+                return "ok"
+            except OSError as error:
+                return f"OSError:{{error.errno}}"
+        print(open({str(course / 'lesson.txt')!r}).read(), os.path.exists({str(tmp_path / 'beside.txt')!r}),
+              write({str(course / 'new.txt')!r}), write({str(tmp_path / 'beside-new.txt')!r}),
+              write("/tmp/mine.txt"))
+    """)
     done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
                        readable=[course])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["seen", "False"]
+    assert done.stdout.split() == ["seen", "False", "OSError:30", "OSError:30", "ok"]

@@ -45,6 +45,7 @@ SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
 SECRET_PATHS = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d", "/etc/ssh",
                 "/etc/ssl/private")
 TMPFS_MB = 1024  # private /tmp and /dev/shm: in memory, so capped
+PRIVATE_TMPFS = (Path("/tmp"), Path("/dev/shm"))
 
 
 class SandboxUnavailable(RuntimeError):
@@ -134,7 +135,14 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
         argv += ["--dev-bind", str(device), str(device)]
     size = str(TMPFS_MB * 2**20)
     argv += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
-    for folder in [*python_folders(), *confinement.readable]:
+    readable = [*python_folders(), *map(Path, confinement.readable)]
+    # A read-only folder under the private /tmp (a course cloned there) needs its parents made
+    # in that writable tmpfs: give them a tmpfs of their own, frozen read-only at the end, so
+    # that writing beside the course fails as it does everywhere else.
+    frozen = _private_tops(readable)
+    for top in frozen:
+        argv += ["--tmpfs", str(top)]
+    for folder in readable:
         argv += ["--ro-bind", str(folder), str(folder)]
     for secret in SECRET_PATHS:
         argv += _cover(Path(secret))
@@ -146,8 +154,23 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
         argv += ["--bind", str(folder), str(folder)]
     # The sandbox's root is a tmpfs bwrap made to hold the mount points: freeze it last, or
     # a write to, say, <course>/Makefile would seem to succeed (in memory, but still).
-    argv += ["--remount-ro", "/", "--chdir", str(confinement.scratch), "--", *command]
+    argv += ["--remount-ro", "/"]
+    for top in frozen:
+        argv += ["--remount-ro", str(top)]
+    argv += ["--chdir", str(confinement.scratch), "--", *command]
     return argv
+
+
+def _private_tops(folders: Sequence[Path]) -> list[Path]:
+    """The first folders below /tmp or /dev/shm that hold any of ``folders``."""
+    tops: list[Path] = []
+    for folder in folders:
+        for private in PRIVATE_TMPFS:
+            if private in folder.parents:
+                top = private / folder.relative_to(private).parts[0]
+                if top not in tops:
+                    tops.append(top)
+    return tops
 
 
 def _cover(path: Path) -> list[str]:
