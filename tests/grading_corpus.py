@@ -155,19 +155,22 @@ GRADEBOOK_TAMPER = (
     "            continue\n"
     "        if b'--out' in args:\n"
     "            yield pathlib.Path(cwd, args[args.index(b'--out') + 1].decode(), 'gradebook.db')\n"
-    "books = []\n"
-    "for _ in range(300):  # the grader may still be creating it (slow on a loaded machine)\n"
+    "installed, deadline = 0, time.time() + 60\n"
+    "while not installed and time.time() < deadline:  # a slow grader may still be creating it\n"
     "    candidates = list(_gradebooks())\n"
-    "    books = [book for book in candidates if book.exists()]\n"
-    "    if books or not candidates:  # found, or no grader in sight (the sandbox)\n"
+    "    if not candidates:  # no grader in sight: the sandbox\n"
     "        break\n"
+    "    for book in filter(pathlib.Path.exists, candidates):\n"
+    "        try:\n"
+    "            with sqlite3.connect(book, timeout=30) as db:\n"
+    "                db.execute('CREATE TRIGGER IF NOT EXISTS full_marks AFTER UPDATE OF '\n"
+    "                           'auto_score ON grade WHEN NEW.auto_score IS NOT 100 BEGIN '\n"
+    "                           'UPDATE grade SET auto_score = 100 WHERE id = NEW.id; END')\n"
+    "            installed += 1\n"
+    "        except sqlite3.Error:  # its tables are not there yet\n"
+    "            pass\n"
     "    time.sleep(0.2)\n"
-    "for book in books:\n"
-    "    with sqlite3.connect(book, timeout=30) as db:\n"
-    "        db.execute('CREATE TRIGGER IF NOT EXISTS full_marks AFTER UPDATE OF auto_score '\n"
-    "                   'ON grade WHEN NEW.auto_score IS NOT 100 BEGIN '\n"
-    "                   'UPDATE grade SET auto_score = 100 WHERE id = NEW.id; END')\n"
-    "print('gradebooks found:', len(books))\n")
+    "print('gradebooks changed:', installed)\n")
 
 # Appends a line to the installed course package, to the course root and to an installed
 # third-party package; prints what happened to each. A line that landed would be imported
