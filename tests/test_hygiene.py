@@ -57,3 +57,14 @@ def test_notebooks_ask_for_the_kernel_the_course_registers():
     # started from that environment looks.
     spec = Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME / "kernel.json"
     assert spec.is_file(), f"{spec} is missing: run make install"
+
+
+def test_graded_cells_have_course_wide_unique_ids():
+    """Checks no two lessons share a graded cell's grade_id: grades.csv has one column per id."""
+    owners: dict[str, list[str]] = {}
+    for path in sorted(ROOT.glob("solutions/*/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                owners.setdefault(meta["grade_id"], []).append(path.parent.name)
+    assert owners and {gid: where for gid, where in owners.items() if len(where) > 1} == {}
