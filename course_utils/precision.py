@@ -34,16 +34,23 @@ REDUCED = (torch.float16, torch.bfloat16)
 
 @dataclass(frozen=True)
 class AmpPolicy:
-    """How to train in mixed precision on one kind of device.
+    """How to train in mixed precision on one device.
 
-    ``dtype`` is the autocast dtype (``torch.float32`` means autocast off); ``use_scaler`` says
-    whether the loss must be scaled (float16 only: its range is too small for gradients).
+    ``device`` is the whole device (``cuda:1``, not just ``cuda``): the model, the batches and
+    the memory counters of a run under this policy all live there. A device name is accepted
+    and turned into a ``torch.device``. ``dtype`` is the autocast dtype (``torch.float32``
+    means autocast off); ``use_scaler`` says whether the loss must be scaled (float16 only:
+    its range is too small for gradients).
     """
 
-    device_type: str
+    device: torch.device
     dtype: torch.dtype
     use_scaler: bool
     reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device, torch.device):
+            object.__setattr__(self, "device", torch.device(self.device))
 
     @property
     def enabled(self) -> bool:
@@ -51,17 +58,18 @@ class AmpPolicy:
 
     def autocast(self) -> torch.autocast:
         """``torch.autocast`` for this policy; a no-op context when autocast is off."""
-        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
+        return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
 
     def make_scaler(self) -> torch.amp.GradScaler:
         """A ``GradScaler`` that scales only where needed; disabled, all its methods pass through."""
-        return torch.amp.GradScaler(self.device_type, enabled=self.use_scaler)
+        return torch.amp.GradScaler(self.device.type, enabled=self.use_scaler)
 
 
-def _cuda_has_bf16_units() -> bool:
-    # The default is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where
-    # bfloat16 is emulated and slow; native support is what makes it worth using.
-    return torch.cuda.is_bf16_supported(including_emulation=False)
+def _cuda_has_bf16_units(device: torch.device) -> bool:
+    # The default is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where bfloat16
+    # is emulated and slow; native support (compute capability 8.0+) is what makes it worth
+    # using. is_bf16_supported() asks the *current* GPU; the capability is asked of `device`.
+    return torch.cuda.get_device_capability(device) >= (8, 0)
 
 
 def _mps_holds_bf16() -> bool:
@@ -87,14 +95,14 @@ def amp_policy(device: str | torch.device | None = None, *, enabled: bool = True
         raise ValueError(f"amp_policy: no mixed-precision policy for device {str(device)!r}; "
                          "the course knows 'cpu', 'cuda' and 'mps'.")
     if not enabled:
-        return AmpPolicy(kind, torch.float32, False, "autocast off: the float32 baseline")
+        return AmpPolicy(device, torch.float32, False, "autocast off: the float32 baseline")
     if kind == "cpu":
-        return AmpPolicy(kind, torch.bfloat16, False, "the CPU autocasts to bfloat16")
-    if kind == "cuda" and _cuda_has_bf16_units():
-        return AmpPolicy(kind, torch.bfloat16, False, "this GPU has bfloat16 units")
+        return AmpPolicy(device, torch.bfloat16, False, "the CPU autocasts to bfloat16")
+    if kind == "cuda" and _cuda_has_bf16_units(device):
+        return AmpPolicy(device, torch.bfloat16, False, "this GPU has bfloat16 units")
     if kind == "mps" and _mps_holds_bf16():
-        return AmpPolicy(kind, torch.bfloat16, False, "MPS holds bfloat16 (macOS 14+)")
-    return AmpPolicy(kind, torch.float16, True,
+        return AmpPolicy(device, torch.bfloat16, False, "MPS holds bfloat16 (macOS 14+)")
+    return AmpPolicy(device, torch.float16, True,
                      f"no native bfloat16 on this {kind} device: float16, with loss scaling")
 
 
@@ -241,7 +249,7 @@ class RunMeasurement:
     """What one training run in one precision measured."""
 
     label: str
-    device: str
+    device: torch.device
     dtype: str
     steps: int
     seconds_per_step: float  # median over the steps after the first
@@ -304,7 +312,7 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"measure_training: epochs must be a positive whole number, "
                          f"got {epochs!r}.")
-    device = torch.device(policy.device_type)
+    device = policy.device
     torch.manual_seed(seed)
     model = make_model().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -330,6 +338,6 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
         accuracy = evaluate(model, test_batches, device)
     return RunMeasurement(label or (f"autocast {str(policy.dtype).removeprefix('torch.')}" if policy.enabled
                                     else "float32"),
-                          str(device), str(policy.dtype).removeprefix("torch."), len(times),
+                          device, str(policy.dtype).removeprefix("torch."), len(times),
                           statistics.median(times[1:] or times), saved, peak, accuracy, loss,
                           skipped)

@@ -29,7 +29,8 @@ def digits():
 
 def test_cpu_policy_is_bfloat16_without_a_scaler():
     policy = precision.amp_policy("cpu")
-    assert (policy.device_type, policy.dtype, policy.use_scaler) == ("cpu", torch.bfloat16, False)
+    assert (policy.device, policy.dtype, policy.use_scaler) == (torch.device("cpu"),
+                                                                torch.bfloat16, False)
     assert policy.enabled and "CPU" in policy.reason
     with policy.autocast():
         assert torch.is_autocast_enabled("cpu")
@@ -52,7 +53,7 @@ def test_cuda_policy_follows_native_bfloat16(spec, dtype, scaler):
     with SimulatedMachine(spec) as machine:
         policy = precision.amp_policy("cuda")
     assert (policy.dtype, policy.use_scaler) == (dtype, scaler)
-    assert "torch.cuda.is_bf16_supported" in machine.queries
+    assert "torch.cuda.get_device_capability" in machine.queries
 
 
 @pytest.mark.parametrize("holds_bf16, dtype", [(True, torch.bfloat16), (False, torch.float16)])
@@ -82,7 +83,7 @@ def test_amp_policy_rejects_a_non_bool_enabled():
 
 
 def test_amp_policy_defaults_to_get_device():
-    assert precision.amp_policy().device_type == "cpu"  # no accelerator on the test machine
+    assert precision.amp_policy().device == torch.device("cpu")  # no accelerator on the test machine
 
 
 # ------------------------------------------------------------------ amp_step
@@ -238,8 +239,8 @@ def test_measure_training_reports_a_typed_record(digits):
     run = precision.measure_training(tiny_mlp, train, test, precision.amp_policy("cpu"), epochs=3,
                                      lr=3e-2)
     assert isinstance(run, precision.RunMeasurement)
-    assert (run.label, run.device, run.dtype, run.steps) == ("autocast bfloat16", "cpu",
-                                                             "bfloat16", 12)
+    assert (run.label, run.device, run.dtype, run.steps) == ("autocast bfloat16",
+                                                             torch.device("cpu"), "bfloat16", 12)
     assert run.seconds_per_step > 0 and run.saved_bytes > 0 and run.peak_bytes is None
     assert 0.5 < run.test_accuracy <= 1 and math.isfinite(run.final_loss)
     assert run.skipped_steps == 0
@@ -272,7 +273,7 @@ def test_peak_memory_is_none_where_the_device_cannot_tell(monkeypatch):
 
 
 def run_measurement(label, seconds, saved, accuracy):
-    return precision.RunMeasurement(label, "cpu", "float32", 10, seconds, saved, None, accuracy,
+    return precision.RunMeasurement(label, torch.device("cpu"), "float32", 10, seconds, saved, None, accuracy,
                                     0.1, 0)
 
 
