@@ -10,7 +10,8 @@ clock started, and it was repeated enough to see the noise. The helpers:
   records (time and achieved FLOP/s), and :func:`plot_sweep` to draw them;
 * :func:`peak_flop_per_s` -- a vendor's published peak for known GPUs, else None;
 * :class:`WorkQueue` -- a CPU stand-in for a GPU stream, to see asynchronous work without a GPU;
-* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures.
+* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures;
+* :func:`quiet_profiler_markers` -- drops the two log lines ``torch.profiler`` writes to stderr.
 
 The lesson's exercises (a timer, a crossover finder) are the learner's to write; nothing here
 computes a crossover.
@@ -20,9 +21,12 @@ from __future__ import annotations
 import os
 import platform
 import re
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -41,6 +45,7 @@ __all__ = [
     "matmul_sweep",
     "peak_flop_per_s",
     "plot_sweep",
+    "quiet_profiler_markers",
     "synchronized_clock",
 ]
 
@@ -337,3 +342,38 @@ def describe_machine(device=None) -> str:
     device = _device(device, "describe_machine")
     return (f"{os.cpu_count()} CPU cores ({_cpu_model()}), {torch.get_num_threads()} PyTorch "
             f"threads, PyTorch {torch.__version__}, device {device} ({_device_name(device)})")
+
+
+# ------------------------------------------------------------------ the profiler's log lines
+
+# Kineto, the profiler's library, writes one line to stderr as a recording starts and one as it
+# stops ("USDT:<date> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start"), from C++
+# and whatever KINETO_LOG_LEVEL says. A notebook shows them in red, as if something failed.
+_PROFILER_MARKER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
+
+
+@contextmanager
+def quiet_profiler_markers() -> Iterator[None]:
+    """Run a ``torch.profiler`` block without its two start/stop log lines on stderr.
+
+    Everything else the block writes to the stderr file descriptor (a warning, an error from
+    C++) is written again to ``sys.stderr`` when the block ends.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+            kept = [line for line in text.splitlines(keepends=True)
+                    if not _PROFILER_MARKER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+

@@ -249,3 +249,21 @@ def test_on_a_gpu_the_sweep_and_the_machine_line():
     peak = timing.peak_flop_per_s("cuda")
     assert peak is None or points[1].flop_per_s < 2 * peak.flop_per_s
     assert torch.cuda.get_device_name() in timing.describe_machine("cuda")
+
+
+# ------------------------------------------------------------------ the profiler's log lines
+
+def test_a_profile_leaves_stderr_empty(capfd):
+    from torch.profiler import profile
+
+    with timing.quiet_profiler_markers(), profile() as prof:
+        torch.ones(3) + 1
+    assert prof.key_averages()
+    assert capfd.readouterr().err == ""
+
+
+def test_only_the_profiler_markers_are_dropped(capfd):
+    with timing.quiet_profiler_markers():
+        os.write(2, b"USDT:2026-11-25 01:37:33 17206:17206 SyncActivityProfilerHandler.cpp:52]"
+                    b" profiler_start\nreal trouble\n")
+    assert capfd.readouterr().err == "real trouble\n"
