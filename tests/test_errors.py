@@ -4,7 +4,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from course_utils.errors import show_error
+from course_utils.lab.errors import show_error
 
 
 class Resource:

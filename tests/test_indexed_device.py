@@ -12,7 +12,7 @@ from torch import nn
 
 from course_utils import data, get_device, precision
 from course_utils.checks import machines
-from course_utils.checks.probe_support import SimulatedMachine
+from course_utils.probe import SimulatedMachine
 
 # A mixed server: GPU 0 has no bfloat16 units, GPU 1 has them.
 T4_AND_A100 = machines.machine("a server with a Tesla T4 and an NVIDIA A100", ["T4", "A100"])
