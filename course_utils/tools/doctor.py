@@ -133,10 +133,13 @@ def _why_no_accelerator(torch: Any) -> str:
             return "this PyTorch build has no MPS support."
         driver = (" There is an NVIDIA driver here (nvidia-smi found), so the GPU is only "
                   "waiting for a CUDA build." if smi else "")
+        how = ("On Windows the default `pip install torch` is CPU-only: install a CUDA build "
+               "with the command pytorch.org gives" if sys.platform == "win32" else
+               "For a CUDA build, run `make lab` on a fresh clone without "
+               "TORCH_INDEX=.../whl/cpu")
         return ("this PyTorch build is CPU-only (torch.version.cuda is None): it cannot use an "
-                f"NVIDIA GPU even if the machine has one.{driver} On Windows the default "
-                "`pip install torch` is CPU-only: install a CUDA build with the command "
-                "pytorch.org gives (README, 'GPU, Apple silicon, Colab, CPU only').")
+                f"NVIDIA GPU even if the machine has one.{driver} {how} (README, 'GPU, Apple "
+                "silicon, Colab, CPU only').")
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return "CUDA_VISIBLE_DEVICES is set to an empty string, which hides every GPU."
     if torch.version.cuda is None:  # a ROCm build
@@ -195,10 +198,13 @@ def _advice(system: str, start_method: str, device_type: str | None,
                 "CUDA fails with 'Cannot re-initialize CUDA in forked subprocess'.")
     if cpu_count and cpu_count > 1:
         advice.append(
-            f"When data loading is the bottleneck, try num_workers={min(8, cpu_count - 1)} "
-            "(about one per spare CPU core); more workers than cores only adds overhead.")
+            f"When data loading is the bottleneck, measure a few num_workers values (lesson 04): "
+            f"loading that computes (decoding, augmenting) gains up to about one worker per "
+            f"core ({cpu_count} here); loading that waits for a disk or a network can gain "
+            "from more.")
     else:
-        advice.append("One CPU core: keep num_workers=0.")
+        advice.append("One CPU core: start with num_workers=0; workers help only loading that "
+                      "waits for a disk or a network.")
     if device_type == "cuda":
         advice.append(
             "pin_memory=True in the DataLoader speeds up host-to-GPU copies here "
