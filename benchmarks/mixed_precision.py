@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import data, get_device, precision
+from course_utils import data, get_device, precision, timing
 
 
 def digits_mlp() -> nn.Sequential:
@@ -65,7 +65,8 @@ def fastest_interleaved(runs: dict, device: torch.device, repeats: int) -> dict:
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
         for name, run in runs.items():
-            best[name] = min(best[name], precision.median_seconds(run, device, repeat=3))
+            best[name] = min(best[name],
+                             timing.benchmark(run, device, min_run_time=0.05).median_s)
     return best
 
 

@@ -217,23 +217,6 @@ def test_saved_tensor_bytes_needs_a_function():
         precision.saved_tensor_bytes(torch.ones(2))
 
 
-def test_median_seconds_warms_up_then_times_each_call():
-    calls = []
-    seconds = precision.median_seconds(lambda: calls.append(1), "cpu", repeat=3, warmup=2)
-    assert len(calls) == 5 and 0 <= seconds < 1
-
-
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"repeat": 0}, ValueError, "repeat must be a whole number >= 1, got 0"),
-    ({"warmup": 1.5}, ValueError, "warmup must be a whole number >= 0, got 1.5"),
-    ({"device": "tpu"}, ValueError, "'tpu', which is not a device name"),
-])
-def test_median_seconds_rejects_bad_arguments(kwargs, error, message):
-    arguments = {"device": "cpu", **kwargs}
-    with pytest.raises(error, match=message):
-        precision.median_seconds(lambda: None, **arguments)
-
-
 def test_measure_training_reports_a_typed_record(digits):
     train, test = digits
     run = precision.measure_training(tiny_mlp, train, test, precision.amp_policy("cpu"), epochs=3,

@@ -12,13 +12,10 @@ Lesson 05's helpers:
   the CPU, so out-of-memory handling can be shown and tested without a GPU;
 * :func:`find_batch_size` -- halve the batch size until a step fits, recovering outside the
   ``except`` block;
-* :func:`time_steps` -- the fastest of several interleaved runs of each step.
 """
 from __future__ import annotations
 
 import gc
-import math
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,13 +24,13 @@ from typing import Any, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .devices import _validate, synchronize
+from .devices import _validate
 
 __all__ = [
     "OPTIMIZER_STATE_COPIES", "Attempt", "BatchSizeSearch", "MemoryReading", "SavedTensors",
     "SimulatedBudget", "TrainingMemory", "accelerator_memory", "estimate_training_memory",
     "find_batch_size", "memory_table", "mib", "release_cached_memory", "reset_peak",
-    "saved_for_backward", "time_steps",
+    "saved_for_backward",
 ]
 
 T = TypeVar("T")
@@ -350,29 +347,3 @@ def find_batch_size(step: Callable[[int], Any], start: int, device=None,
         if device is not None:
             release_cached_memory(device)
         batch_size //= 2
-
-
-# ------------------------------------------------------------------ timing
-
-def time_steps(steps: Mapping[str, Callable[[], Any]], repeats: int = 5,
-               device=None) -> dict[str, float]:
-    """Seconds of the fastest run of each step, the steps interleaved, after one warm-up each.
-
-    Interleaving spreads a busy machine's slow moments over all steps alike; the fastest run
-    is the one least disturbed. With ``device``, each run ends with a synchronisation, so
-    queued GPU work is inside the time.
-    """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive whole number, got {repeats!r}.")
-    if not steps or not all(callable(step) for step in steps.values()):
-        raise ValueError("steps must map names to functions that take no arguments.")
-    best = {name: math.inf for name in steps}
-    for round_ in range(repeats + 1):
-        for name, step in steps.items():
-            synchronize(device or "cpu")
-            started = time.perf_counter()
-            step()
-            synchronize(device or "cpu")
-            if round_:  # round 0 is the warm-up
-                best[name] = min(best[name], time.perf_counter() - started)
-    return best

@@ -9,7 +9,6 @@
   loader and how long the model step took (synchronised), and which of the two limits the speed.
 * :func:`time_epochs` -> :class:`EpochTimes` -- for each epoch, the wall time and the wait for the
   first batch (where worker start-up shows).
-* :func:`copy_seconds` -- one host-to-device copy from pageable or pinned memory (CUDA only).
 * :func:`device_busy_seconds` -- from a ``torch.profiler`` run, the time the GPU spent in kernels.
 """
 from __future__ import annotations
@@ -28,7 +27,6 @@ __all__ = [
     "EpochTimes",
     "SlowDataset",
     "StageTimes",
-    "copy_seconds",
     "device_busy_seconds",
     "time_epochs",
     "time_stages",
@@ -210,34 +208,7 @@ def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
     return times
 
 
-# ------------------------------------------------------------------ GPU-only measurements
-
-def copy_seconds(megabytes: float, device, pinned: bool, repeats: int = 5) -> float:
-    """Median seconds of one host-to-``device`` copy of ``megabytes`` MB (CUDA only).
-
-    Pinned (page-locked) host memory can be read by the GPU's copy engine directly; pageable
-    memory is first staged through a pinned buffer by the driver.
-    """
-    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) \
-            or not 0 < megabytes <= 4096:
-        raise ValueError(f"copy_seconds: megabytes must be a number in (0, 4096], got "
-                         f"{megabytes!r}.")
-    _count(repeats, "repeats", "copy_seconds")
-    device = _validate(device, "copy_seconds(device=...)")
-    if device.type != "cuda":
-        raise ValueError(f"copy_seconds measures copies to a CUDA device; got {str(device)!r}, "
-                         "where pinned memory does not apply.")
-    host = torch.empty(int(megabytes * 1e6), dtype=torch.uint8, pin_memory=pinned)
-    host.to(device)  # warm-up: the first copy pays for allocations
-    timings = []
-    for _ in range(repeats):
-        synchronize(device)
-        started = time.perf_counter()
-        host.to(device, non_blocking=pinned)
-        synchronize(device)
-        timings.append(time.perf_counter() - started)
-    return sorted(timings)[len(timings) // 2]
-
+# ------------------------------------------------------------------ the profiler
 
 def device_busy_seconds(profile) -> float:
     """Seconds during which the accelerator ran something, in a ``torch.profiler`` run.

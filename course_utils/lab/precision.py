@@ -6,7 +6,7 @@
 * :func:`amp_step`: the course's device-agnostic mixed-precision training step;
 * :func:`number_formats` -> :class:`NumberFormat`: range and precision of each format, from
   ``torch.finfo``; :func:`round_to_tf32`: the rounding TF32 matmuls apply to their inputs;
-* :func:`saved_tensor_bytes`, :func:`median_seconds`, :func:`measure_training` ->
+* :func:`saved_tensor_bytes`, :func:`measure_training` ->
   :class:`RunMeasurement`, :class:`Comparison`: speed, memory and accuracy, measured.
 
 Device logic (which device, how to wait for it) stays in :mod:`course_utils.lab.devices`.
@@ -24,7 +24,7 @@ import torch
 from .devices import _validate, get_device, synchronize
 
 __all__ = ["AmpPolicy", "Comparison", "NumberFormat", "RunMeasurement", "amp_policy", "amp_step",
-           "measure_training", "median_seconds", "number_formats", "round_to_tf32",
+           "measure_training", "number_formats", "round_to_tf32",
            "saved_tensor_bytes"]
 
 REDUCED = (torch.float16, torch.bfloat16)
@@ -205,30 +205,6 @@ def saved_tensor_bytes(run: Callable[[], object], exclude: Iterable[torch.Tensor
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         run()
     return sum(seen.values())
-
-
-def median_seconds(run: Callable[[], object], device: str | torch.device, repeat: int = 5,
-                   warmup: int = 1) -> float:
-    """Median wall time of ``run()`` over ``repeat`` calls, waiting for ``device`` each time.
-
-    GPU work is queued, not done, when a call returns: :func:`~course_utils.synchronize`
-    before reading the clock makes the time the work's, not the queueing's.
-    """
-    for name, value, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"median_seconds: {name} must be a whole number >= {least}, "
-                             f"got {value!r}.")
-    device = _validate(device, "median_seconds(device=...)")
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(repeat):
-        synchronize(device)
-        start = time.perf_counter()
-        run()
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _peak_memory(device: torch.device, reset: bool) -> int | None:

@@ -4,8 +4,10 @@ GPU kernels are queued and run later, and the first call on a device pays for st
 timing is only honest when the work ran before the clock stopped, start-up was paid before the
 clock started, and it was repeated enough to see the noise. The helpers:
 
-* :func:`benchmark` -- one callable, timed with ``torch.utils.benchmark.Timer`` on a clock that
-  synchronises ``device`` (warm-up, many runs, the median), as a :class:`Timing`;
+* :func:`benchmark` -- the course's one timing primitive: a callable, timed with
+  ``torch.utils.benchmark.Timer`` on a clock that synchronises ``device`` (warm-up, at least
+  ``MIN_BLOCKS`` blocks, the median, the fastest block and the spread), as a :class:`Timing`
+  that warns when the spread says the machine was busy;
 * :func:`matmul_sweep` -- ``a @ b`` for square matrices of each size, as :class:`MatmulPoint`
   records (time and achieved FLOP/s), and :func:`plot_sweep` to draw them;
 * :func:`peak_flop_per_s` -- a vendor's published peak for known GPUs, else None;
@@ -75,21 +77,58 @@ def _min_run_time(seconds, function: str) -> float:
 
 # ------------------------------------------------------------------ one timing
 
+MIN_BLOCKS = 5  # a spread needs several blocks: one block has an IQR of 0, which says nothing
+NOISY_SPREAD = 0.2  # an IQR above this share of the median: something else was using the machine
+
+
 @dataclass(frozen=True)
 class Timing:
-    """What :func:`benchmark` measured: seconds per call (median and spread) and where."""
+    """What :func:`benchmark` measured: seconds per call, their spread, and where.
+
+    The calls run in blocks (``calls_per_block`` each, chosen so that a block is long enough to
+    read on the clock); every statistic is per call. ``median_s`` is the figure to report,
+    ``min_s`` the least disturbed block (on a busy machine the closer to the truth), and
+    ``iqr_s`` the spread of the middle half of the blocks. ``noisy`` says the spread is too
+    large for the median to be trusted.
+    """
 
     label: str
-    device: str
+    device: torch.device
     threads: int
-    median_s: float  # seconds per call: the median over the measured blocks
-    iqr_s: float  # interquartile range of the per-call times: the noise
-    calls: int  # how many calls were timed in all (warm-up excluded)
+    median_s: float
+    min_s: float
+    iqr_s: float
+    blocks: int
+    calls_per_block: int
+
+    @property
+    def calls(self) -> int:
+        """How many calls were timed in all (warm-up excluded)."""
+        return self.blocks * self.calls_per_block
+
+    @property
+    def spread(self) -> float:
+        """The IQR as a share of the median: 0.05 is a quiet machine, 0.5 a busy one."""
+        return self.iqr_s / self.median_s if self.median_s > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
+
+    def warning(self) -> str:
+        """'' when the spread is small; else what it means and what to do."""
+        if not self.noisy:
+            return ""
+        return (f"NOISY: the blocks spread over {self.spread:.0%} of the median, so something "
+                "else was using the machine; the fastest block is the better guess, and the "
+                "figure needs a re-run on a quiet machine before you trust it.")
 
     def __str__(self) -> str:
-        return (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
-                f"{self.median_s * 1e3:.4g} ms per call (IQR {self.iqr_s * 1e3:.2g} ms, "
-                f"{self.calls} calls)")
+        text = (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
+                f"{self.median_s * 1e3:.4g} ms per call, median of {self.blocks} blocks of "
+                f"{self.calls_per_block} (fastest {self.min_s * 1e3:.4g} ms, IQR "
+                f"{self.iqr_s * 1e3:.2g} ms = {self.spread:.0%} of the median)")
+        return text + (f"\n  {self.warning()}" if self.noisy else "")
 
 
 def synchronized_clock(device=None) -> Callable[[], float]:
@@ -113,19 +152,26 @@ def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: 
                                   num_threads=threads, label=label)
     # blocked_autorange first runs the statement to choose a block size: that is the warm-up.
     measurement = timer.blocked_autorange(min_run_time=min_run_time)
-    return Timing(label=label, device=str(device), threads=threads,
-                  median_s=measurement.median, iqr_s=measurement.iqr,
-                  calls=measurement.number_per_run * len(measurement.raw_times))
+    per_block = measurement.number_per_run
+    blocks = [measurement]
+    while sum(len(block.raw_times) for block in blocks) < MIN_BLOCKS:
+        blocks.append(timer.timeit(per_block))  # a slow call: add blocks until a spread exists
+    times = [time_ for block in blocks for time_ in block.times]  # seconds per call, per block
+    merged = torch_benchmark.Measurement(1, times, measurement.task_spec)
+    return Timing(label=label, device=device, threads=threads, median_s=merged.median,
+                  min_s=min(times), iqr_s=merged.iqr, blocks=len(times),
+                  calls_per_block=per_block)
 
 
 def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
               threads: int | None = None, min_run_time: float = 0.2) -> Timing:
     """Time ``fn()`` with ``torch.utils.benchmark.Timer`` and return a :class:`Timing`.
 
-    The clock synchronises ``device`` (default :func:`get_device`) before every reading, so
-    queued GPU work is counted; the Timer warms up first and repeats for at least
-    ``min_run_time`` seconds. ``threads`` (default: all PyTorch uses now) is the CPU thread
-    count; the Timer's own default would be 1.
+    The course's one timing primitive. The clock synchronises ``device`` (default
+    :func:`get_device`) before every reading, so queued GPU work is counted; the Timer warms
+    up first and repeats blocks of calls for at least ``min_run_time`` seconds, and at least
+    ``MIN_BLOCKS`` blocks, so that the spread means something. ``threads`` (default: all
+    PyTorch uses now) is the CPU thread count; the Timer's own default would be 1.
     """
     if not callable(fn):
         raise TypeError(f"benchmark: fn must be a callable taking no arguments, got "
@@ -156,6 +202,12 @@ class MatmulPoint:
     dtype: str  # 'float32'
     threads: int
     seconds: float  # median per multiplication
+    spread: float = 0.0  # IQR / median of the blocks (Timing.spread)
+
+    @property
+    def noisy(self) -> bool:
+        """The spread says the machine was busy while this size was timed."""
+        return self.spread > NOISY_SPREAD
 
     @property
     def flop(self) -> int:
@@ -195,7 +247,7 @@ def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torc
                           min_run_time)
         points.append(MatmulPoint(size=size, device=str(device),
                                   dtype=str(dtype).removeprefix("torch."), threads=threads,
-                                  seconds=timing.median_s))
+                                  seconds=timing.median_s, spread=timing.spread))
     return points
 
 
