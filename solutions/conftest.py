@@ -1,4 +1,5 @@
-"""Lesson runs under nbval: a cell that writes to stderr fails, unless it means to.
+"""Lesson runs under nbval: a cell that writes to stderr fails, unless it means to; each lesson
+is timed against the minute its text promises.
 
 A learner reads stderr as an error (JupyterLab shows it red). A cell whose point is an error
 printed by another process (a worker's traceback) carries the tag ``stderr-expected``; a cell
@@ -9,6 +10,7 @@ library's log lines.
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -50,9 +52,49 @@ def unexpected_stderr(item) -> str:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
+    started = time.perf_counter()
     result = yield
+    if getattr(item, "cell", None) is None:
+        return result
+    total = lesson_seconds(item, time.perf_counter() - started)
     stderr = unexpected_stderr(item)
     if stderr.strip():
         pytest.fail(f"{item.name} wrote to stderr, which a learner reads as an error (tag the cell "
                     f"'{STDERR_EXPECTED}' if it means to):\n{stderr[:3000]}", pytrace=False)
+    if item.nodeid in _last_cells and total > LIMIT_SECONDS:
+        pytest.fail(f"{item.path.name}'s cells took {total:.0f} s, more than twice the minute "
+                    "its text promises a learner", pytrace=False)
     return result
+
+
+# ------------------------------------------------------------------ how long a lesson takes
+
+# Lessons say they run in about a minute on a laptop CPU. The suite measures it: the seconds the
+# cells of each lesson took to execute (kernel start excluded), reported at the end of the run.
+# A lesson over twice that, even on a loaded CI machine, fails its last cell.
+CLAIMED_SECONDS = 60
+LIMIT_SECONDS = 2 * CLAIMED_SECONDS
+_lesson_seconds: dict[str, float] = {}
+_last_cells: set[str] = set()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    last = {}
+    for item in items:
+        if getattr(item, "cell", None) is not None:
+            last[item.path] = item.nodeid
+    _last_cells.update(last.values())
+
+
+def lesson_seconds(item, seconds: float) -> float:
+    """Add one cell's ``seconds`` to its lesson's total; return the total so far."""
+    lesson = str(item.path.relative_to(item.config.rootpath))
+    _lesson_seconds[lesson] = _lesson_seconds.get(lesson, 0.0) + seconds
+    return _lesson_seconds[lesson]
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _lesson_seconds:
+        terminalreporter.section("lesson run times (cells executed, kernel start excluded)")
+        for lesson, seconds in sorted(_lesson_seconds.items()):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {lesson}")
