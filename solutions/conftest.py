@@ -61,29 +61,34 @@ def pytest_runtest_call(item):
     if stderr.strip():
         pytest.fail(f"{item.name} wrote to stderr, which a learner reads as an error (tag the cell "
                     f"'{STDERR_EXPECTED}' if it means to):\n{stderr[:3000]}", pytrace=False)
-    if item.nodeid in _last_cells and total > LIMIT_SECONDS:
-        pytest.fail(f"{item.path.name}'s cells took {total:.0f} s, more than twice the minute "
-                    "its text promises a learner", pytrace=False)
+    if item.nodeid in _last_cells_of_claiming_lessons and total > LIMIT_SECONDS:
+        pytest.fail(f"{item.path.name}'s cells took {total:.0f} s to run; its text promises a "
+                    f"learner that it runs {CLAIM}", pytrace=False)
     return result
 
 
 # ------------------------------------------------------------------ how long a lesson takes
 
-# Lessons say they run in about a minute on a laptop CPU. The suite measures it: the seconds the
-# cells of each lesson took to execute (kernel start excluded), reported at the end of the run.
-# A lesson over twice that, even on a loaded CI machine, fails its last cell.
+# Some lessons say they run "in under a minute" on a laptop CPU. The suite measures every lesson:
+# the seconds its cells took to execute (kernel start excluded), reported at the end of the run.
+# A lesson that makes the claim and takes over three times as long (a loaded CI machine is slower
+# than a learner's idle laptop, but not that much) fails its last cell.
+CLAIM = "under a minute"
 CLAIMED_SECONDS = 60
-LIMIT_SECONDS = 2 * CLAIMED_SECONDS
+LIMIT_SECONDS = 3 * CLAIMED_SECONDS
 _lesson_seconds: dict[str, float] = {}
-_last_cells: set[str] = set()
+_last_cells_of_claiming_lessons: set[str] = set()
 
 
 def pytest_collection_modifyitems(session, config, items):
     last = {}
     for item in items:
         if getattr(item, "cell", None) is not None:
-            last[item.path] = item.nodeid
-    _last_cells.update(last.values())
+            last[item.path] = item
+    for item in last.values():
+        text = " ".join(cell.get("source", "") for cell in item.parent.nb.cells)
+        if CLAIM in " ".join(text.split()):
+            _last_cells_of_claiming_lessons.add(item.nodeid)
 
 
 def lesson_seconds(item, seconds: float) -> float:
