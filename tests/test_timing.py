@@ -45,8 +45,10 @@ def test_benchmark_measures_the_median_of_a_known_duration():
 
 def test_a_slow_call_still_gets_enough_blocks_for_a_spread():
     """One block has an IQR of 0, which would say 'no noise' about nothing."""
-    result = timing.benchmark(lambda: time.sleep(0.03), "cpu", min_run_time=0.01)
+    calls = []
+    result = timing.benchmark(lambda: calls.append(time.sleep(0.03)), "cpu", min_run_time=0.01)
     assert result.blocks >= timing.MIN_BLOCKS and result.calls_per_block == 1
+    assert len(calls) == result.calls + 2, "a slow call costs a warm-up, a first look, the blocks"
     assert result.min_s <= result.median_s and "median of" in str(result)
 
 

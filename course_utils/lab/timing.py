@@ -20,9 +20,11 @@ computes a crossover.
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -79,6 +81,7 @@ def _min_run_time(seconds, function: str) -> float:
 
 MIN_BLOCKS = 5  # a spread needs several blocks: one block has an IQR of 0, which says nothing
 NOISY_SPREAD = 0.2  # an IQR above this share of the median: something else was using the machine
+SLOW_CALL_S = 1e-3  # from here on, each call is timed alone (a clock reading costs microseconds)
 
 
 @dataclass(frozen=True)
@@ -146,20 +149,41 @@ def synchronized_clock(device=None) -> Callable[[], float]:
     return clock
 
 
+def _one_call(code, names: dict, clock: Callable[[], float]) -> float:
+    started = clock()
+    eval(code, names)  # the course's own statement: "fn()" or "a @ b"
+    return clock() - started
+
+
 def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: int,
              min_run_time: float) -> Timing:
-    timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=synchronized_clock(device),
-                                  num_threads=threads, label=label)
-    # blocked_autorange first runs the statement to choose a block size: that is the warm-up.
-    measurement = timer.blocked_autorange(min_run_time=min_run_time)
-    per_block = measurement.number_per_run
-    blocks = [measurement]
-    while sum(len(block.raw_times) for block in blocks) < MIN_BLOCKS:
-        blocks.append(timer.timeit(per_block))  # a slow call: add blocks until a spread exists
-    times = [time_ for block in blocks for time_ in block.times]  # seconds per call, per block
-    merged = torch_benchmark.Measurement(1, times, measurement.task_spec)
-    return Timing(label=label, device=device, threads=threads, median_s=merged.median,
-                  min_s=min(times), iqr_s=merged.iqr, blocks=len(times),
+    clock = synchronized_clock(device)
+    timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=clock, num_threads=threads,
+                                  label=label)
+    code = compile(stmt, "<timed>", "eval")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _one_call(code, names, clock)  # the warm-up: a first call pays for start-up
+        first = _one_call(code, names, clock)  # a first look at the cost of a call
+        if first >= SLOW_CALL_S:
+            # A slow call: timed alone it is far above the clock's resolution, while
+            # blocked_autorange would put up to 10 of them in each of its blocks.
+            count = max(MIN_BLOCKS, math.ceil(min_run_time / first))
+            per_block, times = 1, [_one_call(code, names, clock) for _ in range(count)]
+    finally:
+        torch.set_num_threads(before)
+    if first < SLOW_CALL_S:
+        # blocked_autorange chooses a block size (warming up again as it does) and repeats
+        # blocks for min_run_time; a few more blocks where that gave too few for a spread.
+        measurement = timer.blocked_autorange(min_run_time=min_run_time)
+        per_block, blocks = measurement.number_per_run, [measurement]
+        while sum(len(block.raw_times) for block in blocks) < MIN_BLOCKS:
+            blocks.append(timer.timeit(per_block))
+        times = [time_ for block in blocks for time_ in block.times]  # per call, per block
+    lower, median, upper = statistics.quantiles(times, n=4, method="inclusive")
+    return Timing(label=label, device=device, threads=threads, median_s=median,
+                  min_s=min(times), iqr_s=upper - lower, blocks=len(times),
                   calls_per_block=per_block)
 
 
