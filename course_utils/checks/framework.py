@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ..lab.args import is_real
 from ..probe import bundle, describe_error
 
 VISIBLE_SEED = 0
@@ -303,8 +304,7 @@ def expect_device(device: str | None, expected: str, what: str, fix: str) -> Non
 def expect_close(value: Any, expected: float, what: str, fix: str, *, rel: float = 1e-4,
                  abs_tol: float = 1e-6, reveal: bool = True) -> None:
     """Compare numbers; ``reveal=False`` (hidden cases) keeps the expected value secret."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isclose(
-            value, expected, rel_tol=rel, abs_tol=abs_tol):
+    if not is_real(value) or not math.isclose(value, expected, rel_tol=rel, abs_tol=abs_tol):
         shown = f" (expected about {expected:.6g})" if reveal else ""
         fail(f"{what} is {value!r}{shown}.", fix)
 

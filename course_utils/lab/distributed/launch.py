@@ -13,7 +13,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .config import RunConfig, _positive_int, _positive_number
+from ..args import positive_int, positive_number
+from .config import RunConfig
 from .records import CONFIG_ENV, DEADLINE_ENV, OUTPUT_TAIL, REPORTS_ENV, Launch, RankReport
 
 # Each rank runs under the rank runner (rank.py, through this package's __main__.py).
@@ -49,9 +50,9 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     if not path.is_file():
         raise ValueError(f"launch(): no script file at {str(script)!r}; write it first "
                          "(e.g. with %%writefile) and pass its path.")
-    _positive_int(nproc, "nproc", "launch")
-    timeout = _positive_number(timeout, "timeout", "launch")
-    stall = None if stall is None else _positive_number(stall, "stall", "launch")
+    positive_int(nproc, "nproc", "launch")
+    timeout = positive_number(timeout, "timeout", "launch")
+    stall = None if stall is None else positive_number(stall, "stall", "launch")
     folder = Path(tempfile.mkdtemp(prefix="course-ddp-"))
     config = config or RunConfig.example()
     config = replace(config, checkpoint=str(folder / Path(config.checkpoint).name))
