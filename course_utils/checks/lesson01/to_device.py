@@ -147,7 +147,8 @@ HINTS = {
         if error["attribute"] == "to" else None),
     "RecursionError": STRING_FIX,
     "TypeError": "a tuple cannot be changed, and `tuple()` takes one iterable: build new "
-                 f"containers, e.g. {REBUILD['tuple']} (`type(obj)(*items)` suits namedtuples only).",
+                 f"containers, e.g. {REBUILD['tuple']} "
+                 "(`type(obj)(*items)` suits namedtuples only).",
     "ValueError": "loop over a dict with `.items()` to get (key, value) pairs.",
 }
 
@@ -182,8 +183,9 @@ def _verify_nodes(spec: dict, nodes: list, target: str) -> None:
                      f"{target!r}, the device passed in.",
                      "return `obj.to(device)` with the `device` argument you were given; "
                      "`.to()` returns a new tensor and leaves `obj` as it was.")
-            fail(f"At {where}, a tensor inside a {node['parent']} is on {node['device']!r}, "
-                 f"not on {target!r}.", f"recurse into {node['parent']}s: {REBUILD[node['parent']]}.")
+            parent = node["parent"]
+            fail(f"At {where}, a tensor inside a {parent} is on {node['device']!r}, "
+                 f"not on {target!r}.", f"recurse into {parent}s: {REBUILD[parent]}.")
         elif "value" in node and node["value"] != expected.get("value"):
             fail(f"At {where}, {a(got)} value was changed.",
                  STRING_FIX if kind == "str" else "return values that are not tensors unchanged.")
