@@ -18,10 +18,12 @@ from .instruments import ForwardRecorder, Spy, StopAfter, TrackedBatches, patche
 from .models import build_mlp, optimizer_state_values, parameter_values
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
+from .structures import build_structure, fingerprint, observe_structure
 
 __all__ = [
     "ForwardRecorder", "LearnerRun", "NotSimulated", "SimulatedClock", "SimulatedMachine", "Spy",
-    "StopAfter", "StopProbe", "TrackedBatches", "build_mlp", "describe", "describe_error",
+    "StopAfter", "StopProbe", "TrackedBatches", "build_mlp", "build_structure", "describe",
+    "describe_error", "fingerprint", "observe_structure",
     "optimizer_state_values", "parameter_values", "patched", "run_learner", "track_moves",
     "type_name",
 ]
