@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..lab.args import is_real
-from ..probe import bundle, describe_error
+from ..probe import ErrorFacts, bundle, describe_error
 
 VISIBLE_SEED = 0
 
@@ -224,12 +224,12 @@ def fail(cause: str, fix: str) -> NoReturn:
     raise CheckFailure(f"{cause}\nHow to fix it: {fix}")
 
 
-def is_kind(error: Mapping[str, Any] | None, kind: str) -> bool:
+def is_kind(error: ErrorFacts | None, kind: str) -> bool:
     """Whether a reported error is of exception class ``kind`` (or a subclass of it)."""
     return error is not None and kind in error["kinds"]
 
 
-def where_in_code(error: Mapping[str, Any]) -> str:
+def where_in_code(error: ErrorFacts) -> str:
     """' at line 3 of pick_device: `return device`', or '' when not in the learner's code."""
     line = error.get("line")
     if not line:
@@ -237,10 +237,10 @@ def where_in_code(error: Mapping[str, Any]) -> str:
     return f" at line {line['lineno']} of {line['function']}: `{line['text']}`"
 
 
-Hint = str | Callable[[Mapping[str, Any]], str | None]
+Hint = str | Callable[[ErrorFacts], str | None]
 
 
-def expect_no_error(error: Mapping[str, Any] | None, what: str, *, where: str = "",
+def expect_no_error(error: ErrorFacts | None, what: str, *, where: str = "",
                     hints: Mapping[str, Hint] | None = None) -> None:
     """Fail when the learner's code raised, with the fix for its kind of exception.
 
@@ -271,7 +271,7 @@ def expect_no_error(error: Mapping[str, Any] | None, what: str, *, where: str = 
     fail(f"{prefix}{what} raised {error_summary(error)}{where_in_code(error)}.", fix)
 
 
-def error_summary(error: Mapping[str, Any]) -> str:
+def error_summary(error: ErrorFacts) -> str:
     """'TypeError: message' (or just the type when the message is empty), without a final dot."""
     message = error["message"].strip().rstrip(".")
     return f"{error['type']}: {message}" if message else error["type"]
