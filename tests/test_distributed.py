@@ -216,6 +216,33 @@ def test_where_ranks_stopped_names_each_ranks_last_step():
     assert not run.succeeded
 
 
+def _report(rank: int, error: dict | None = None) -> RankReport:
+    return RankReport(rank, rank, 2, 1234, 0, [], "", error, None, 0, 0, False)
+
+
+TEARDOWN_ABORT = """epoch 1: loss 0.5
+terminate called without an active exception
+E1125 torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: -6) local_rank: 1
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+  exitcode  : -6 (pid: 4242)
+  traceback : Signal 6 (SIGABRT) received by PID 4242
+"""
+
+
+def test_a_run_that_died_after_every_rank_reported_is_told_apart():
+    """Checks a teardown crash is seen as such, and a real failure or a missing rank is not."""
+    died = Launch(["torchrun"], 1, False, 9.0, TEARDOWN_ABORT, [_report(0), _report(1)], "/tmp")
+    assert died.died_after_reporting(2)
+    assert died.error_line() == "terminate called without an active exception"
+    failed = Launch(["torchrun"], 1, False, 9.0, "", [_report(0, {"type": "ValueError"}),
+                                                     _report(1)], "/tmp")
+    missing = Launch(["torchrun"], 1, False, 9.0, "", [_report(0)], "/tmp")
+    finished = Launch(["torchrun"], 0, False, 9.0, "", [_report(0), _report(1)], "/tmp")
+    assert not any(run.died_after_reporting(2) for run in (failed, missing, finished))
+    assert missing.error_line() == "(no output)"
+
+
 @pytest.mark.slow
 def test_two_launches_at_once_get_their_own_ports(two_runs):
     """Checks two simultaneous runs both succeed, each on its own rendezvous port."""
