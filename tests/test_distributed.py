@@ -1,4 +1,4 @@
-"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks), reports.
+"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks).
 
 Each torchrun run costs a few seconds of start-up (three Python processes import torch), so
 the runs are shared by module-scoped fixtures: two launches at once (which must not clash),

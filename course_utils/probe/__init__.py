@@ -14,7 +14,15 @@ from .facts import (
     run_learner,
     type_name,
 )
-from .instruments import ForwardRecorder, Spy, StopAfter, TrackedBatches, patched, track_moves
+from .instruments import (
+    ForwardRecorder,
+    Spy,
+    StopAfter,
+    TrackedBatches,
+    meta_generators,
+    patched,
+    track_moves,
+)
 from .models import build_mlp, optimizer_state_values, parameter_values
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
@@ -22,6 +30,7 @@ from .simulated_machine import SimulatedMachine
 __all__ = [
     "ForwardRecorder", "LearnerRun", "NotSimulated", "SimulatedClock", "SimulatedMachine", "Spy",
     "StopAfter", "StopProbe", "TrackedBatches", "build_mlp", "describe", "describe_error",
-    "optimizer_state_values", "parameter_values", "patched", "run_learner", "track_moves",
+    "meta_generators", "optimizer_state_values", "parameter_values", "patched", "run_learner",
+    "track_moves",
     "type_name",
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import patched, run_learner
+from ...probe import meta_generators, patched, run_learner
 from ..framework import case, check, expect_no_error, fail
 
 
@@ -50,19 +50,6 @@ def probe(DeviceBatches, inputs):
                 self.count += 1
             return out
 
-    real = torch.Generator
-
-    class KeepsType(type(real)):
-        def __instancecheck__(cls, obj):
-            return isinstance(obj, real)
-
-    class MetaGenerator(real, metaclass=KeepsType):
-        """torch.Generator(device=features.device), right on a GPU, has no meta form: a CPU
-        one stands in (randperm draws with it onto the meta device)."""
-
-        def __new__(cls, device="cpu"):
-            return real("cpu" if torch.device(device).type == "meta" else device)
-
     def observe(config):
         n, size, (seed, other) = config["n"], config["batch_size"], config["seeds"]
         y = torch.arange(n)
@@ -73,7 +60,7 @@ def probe(DeviceBatches, inputs):
 
         def on_meta():
             data = torch.empty(n, 3, device="meta"), torch.empty(n, dtype=torch.long, device="meta")
-            with patched([(torch, "Generator", MetaGenerator)]), CountSingleExamples() as counter:
+            with patched([meta_generators()]), CountSingleExamples() as counter:
                 batches = list(DeviceBatches(*data, size, seed=seed))
             return {"devices": sorted({str(part.device) for item in batches for part in item
                                        if isinstance(part, torch.Tensor)}),
