@@ -17,7 +17,15 @@ from .facts import (
     run_learner,
     type_name,
 )
-from .instruments import ForwardRecorder, Spy, StopAfter, TrackedBatches, patched, track_moves
+from .instruments import (
+    ForwardRecorder,
+    Spy,
+    StopAfter,
+    TrackedBatches,
+    meta_generators,
+    patched,
+    track_moves,
+)
 from .models import build_mlp, optimizer_state_values, parameter_values
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
@@ -41,6 +49,7 @@ __all__ = [
     "describe_error",
     "error_facts",
     "fingerprint",
+    "meta_generators",
     "observe_structure",
     "optimizer_state_values",
     "parameter_values",
