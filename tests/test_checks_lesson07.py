@@ -123,6 +123,29 @@ def test_accumulation_wrong_answers_score_zero_and_reveal_nothing():
                                                  .replace("call 1", "").replace("call 2", ""))
 
 
+def divided_by_batch_size(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong: divides by the micro-batch's size instead of the number of micro-batches."""
+    optimizer.zero_grad()
+    *first, last = micro_batches
+    with ddp_model.no_sync():
+        for features, labels in first:
+            (loss_fn(ddp_model(features), labels) / len(labels)).backward()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) / len(labels)).backward()
+    optimizer.step()
+
+
+def test_every_hidden_draw_separates_the_number_of_micro_batches_from_their_size():
+    """A draw whose micro-batch size equals their number would let this mistake pass."""
+    for seed in range(40):
+        inputs = checks.check_accumulation_step.make_inputs(seed, True)
+        assert len(inputs["calls"][0]) != len(inputs["calls"][0][0][1]), seed
+    for seed in HIDDEN_SEEDS:
+        verdict = graded(checks.check_accumulation_step, (divided_by_batch_size,), hidden=True,
+                         seed=seed)
+        assert verdict.fraction < 1, seed
+
+
 def test_accumulation_probe_leaves_no_process_group():
     checks.check_accumulation_step(accumulation_step)
     assert not dist.is_initialized()
