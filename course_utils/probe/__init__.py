@@ -16,6 +16,7 @@ from .facts import (
     error_facts,
     run_learner,
     type_name,
+    whole_number,
 )
 from .instruments import (
     ForwardRecorder,
@@ -57,4 +58,5 @@ __all__ = [
     "run_learner",
     "track_moves",
     "type_name",
+    "whole_number",
 ]

@@ -137,6 +137,28 @@ def run_learner(function, *args, **kwargs):
         return LearnerRun(error=describe_error(error))
 
 
+def _number_kind(value):
+    """'integral' or 'real' for a number of a type other than Python's own (e.g. numpy.int64),
+    None for anything else."""
+    import numbers
+
+    if isinstance(value, bool) or not hasattr(value, "item"):
+        return None
+    if isinstance(value, numbers.Integral):
+        return "integral"
+    return "real" if isinstance(value, numbers.Real) else None
+
+
+def whole_number(value):
+    """``value`` as a Python int when it is a whole number of any integer type (not a bool),
+    else None."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
 def describe(value, max_values=64):
     """Plain, JSON-able facts about a value: type, then shape/dtype/device, then values."""
     import torch
@@ -163,6 +185,8 @@ def describe(value, max_values=64):
         facts.update(device_type=value.type, index=value.index, text=str(value))
     elif isinstance(value, (bool, int, float, str)) or value is None:
         facts["value"] = value
+    elif _number_kind(value):  # a NumPy scalar, say: the same number, another type
+        facts.update(value=value.item(), number=_number_kind(value))
     elif isinstance(value, (list, tuple)):
         facts["items"] = [describe(item, max_values) for item in value[:max_values]]
     elif isinstance(value, dict):
