@@ -30,6 +30,7 @@ import nbformat
 
 from course_utils.grading.gradebook import Gradebook
 from course_utils.grading.report import read_csv
+from course_utils.lab import timing
 from course_utils.paths import course_root, ensure_tools_on_path
 
 LESSONS = ("00_setup", "01_tensors_devices")
@@ -94,16 +95,6 @@ def course_grade(root: Path, submissions: Path, out: Path, *flags: str) -> tuple
     return seconds, {(row.student, row.lesson): row.score for row in read_csv(out / "grades.csv")}
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -111,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     root = course_root()
     ensure_tools_on_path()  # nbgrader runs this environment's `alembic`
-    print(f"{platform.node()}: {os.cpu_count()} cores, {_cpu_model()}; "
+    print(f"{platform.node()}: {timing.describe_machine('cpu')}; "
           f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as temporary:
         folder = Path(temporary)
@@ -130,10 +121,12 @@ def main() -> None:
     for name, (seconds, _) in runs.items():
         print(f"{name:<{width}}  {seconds:6.1f} s  {rate[name]:5.1f} submissions/minute")
     per_core = rate["course grade --jobs 1"] / rate["nbgrader autograde"]
-    sandbox_cost = 1 - rate["course grade --jobs 1"] / rate["course grade --jobs 1 --unsafe-no-sandbox"]
+    unsandboxed = rate["course grade --jobs 1 --unsafe-no-sandbox"]
+    sandbox_cost = 1 - rate["course grade --jobs 1"] / unsandboxed
     print(f"\n--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
     print(f"sandbox cost at --jobs 1: {sandbox_cost:+.1%} (goal: at most 10 %)")
-    print(f"--jobs 2 / --jobs 1: {rate['course grade --jobs 2'] / rate['course grade --jobs 1']:.2f}x")
+    two_jobs = rate["course grade --jobs 2"] / rate["course grade --jobs 1"]
+    print(f"--jobs 2 / --jobs 1: {two_jobs:.2f}x")
     reference = runs["nbgrader autograde"][1]
     same = all(scores == reference for _, scores in runs.values())
     print(f"same score for every submission from all four: {same}")

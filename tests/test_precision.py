@@ -1,4 +1,4 @@
-"""course_utils.lab.precision: the policy, the step, the formats and the measurements (CPU paths)."""
+"""course_utils.lab.precision: the policy, the step, the formats, the measurements (CPU paths)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import data, precision
+from course_utils import data, memory, precision
 from course_utils.checks import machines
 from course_utils.probe import SimulatedMachine
 
@@ -83,7 +83,8 @@ def test_amp_policy_rejects_a_non_bool_enabled():
 
 
 def test_amp_policy_defaults_to_get_device():
-    assert precision.amp_policy().device == torch.device("cpu")  # no accelerator on the test machine
+    # No accelerator on the test machine.
+    assert precision.amp_policy().device == torch.device("cpu")
 
 
 # ------------------------------------------------------------------ amp_step
@@ -196,25 +197,12 @@ def test_round_to_tf32_rejects_other_inputs(bad, error, message):
 
 # ------------------------------------------------------------------ measuring
 
-def test_saved_tensor_bytes_counts_what_autograd_keeps():
-    leaf = torch.randn(10, requires_grad=True)
-    assert precision.saved_tensor_bytes(lambda: torch.relu(leaf * 2)) == 10 * 4  # relu's output
-    layer, batch = nn.Linear(3, 2), torch.randn(100, 3)
-    kept = precision.saved_tensor_bytes(lambda: layer(batch[:4]), exclude=layer.parameters())
-    assert kept == 4 * 3 * 4  # the slice, not the whole batch; the weight is excluded
-
-
-def test_saved_tensor_bytes_halves_activations_under_autocast():
+def test_saved_activations_halve_under_autocast():
     model, batch = tiny_mlp(), torch.randn(2048, 64)
-    full = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
+    _, full = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        half = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
-    assert 0.4 < half / full < 0.6
-
-
-def test_saved_tensor_bytes_needs_a_function():
-    with pytest.raises(TypeError, match="needs a function to run, got Tensor"):
-        precision.saved_tensor_bytes(torch.ones(2))
+        _, half = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
+    assert 0.4 < half.activation_bytes / full.activation_bytes < 0.6
 
 
 def test_measure_training_reports_a_typed_record(digits):
@@ -256,8 +244,8 @@ def test_peak_memory_is_none_where_the_device_cannot_tell(monkeypatch):
 
 
 def run_measurement(label, seconds, saved, accuracy):
-    return precision.RunMeasurement(label, torch.device("cpu"), "float32", 10, seconds, saved, None, accuracy,
-                                    0.1, 0)
+    return precision.RunMeasurement(label, torch.device("cpu"), "float32", 10, seconds, saved,
+                                    None, accuracy, 0.1, 0)
 
 
 def test_comparison_ratios_and_table():

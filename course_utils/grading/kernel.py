@@ -4,8 +4,8 @@ Limits are applied before anything else loads, so a memory bomb fails with Memor
 inside the student's kernel instead of taking the machine down. Then the modules the
 lesson it is expected to grade imports (``--preload``) are imported, before the kernel
 answers: the grader starts each kernel while the previous submission still runs, so the
-≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves one notebook of one
-student and is never reused.
+≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves
+one notebook of one student and is never reused.
 """
 import argparse
 import contextlib

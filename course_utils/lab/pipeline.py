@@ -21,7 +21,8 @@ from statistics import fmean
 import torch
 from torch.utils.data import Dataset
 
-from .devices import _validate, synchronize
+from .args import is_real, whole_number
+from .devices import checked_device, synchronize
 
 __all__ = [
     "EpochTimes",
@@ -34,17 +35,10 @@ __all__ = [
 
 
 def _seconds(value, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    if not is_real(value) or not 0 <= value <= 1:
         raise ValueError(f"{owner}: {name} must be a number of seconds between 0 and 1, "
                          f"got {value!r}.")
     return float(value)
-
-
-def _count(value, name: str, owner: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner}: {name} must be a whole number of at least {minimum}, "
-                         f"got {value!r}.")
-    return value
 
 
 # ------------------------------------------------------------------ a slow dataset
@@ -70,7 +64,7 @@ class SlowDataset(Dataset):
                              f"{tuple(labels.shape)}.")
         self.features, self.labels = features, labels
         self.seconds = _seconds(seconds, "seconds", "SlowDataset")
-        self.slow_every = _count(slow_every, "slow_every", "SlowDataset", minimum=0)
+        self.slow_every = whole_number(slow_every, "slow_every", "SlowDataset")
         self.slow_seconds = _seconds(slow_seconds, "slow_seconds", "SlowDataset")
 
     def __len__(self) -> int:
@@ -152,8 +146,8 @@ def time_stages(loader: Iterable, step: Callable, device, max_batches: int | Non
         raise TypeError(f"time_stages: step must be a function of one batch, got "
                         f"{type(step).__name__}.")
     if max_batches is not None:
-        _count(max_batches, "max_batches", "time_stages")
-    device = _validate(device, "time_stages(device=...)")
+        whole_number(max_batches, "max_batches", "time_stages", minimum=1)
+    device = checked_device(device, "time_stages(device=...)")
     times = StageTimes(device=str(device))
     synchronize(device)
     started = time.perf_counter()
@@ -190,8 +184,8 @@ class EpochTimes:
 def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
                 device="cpu") -> EpochTimes:
     """Iterate ``loader`` for ``epochs`` epochs (calling ``step(batch)`` if given), timing each."""
-    _count(epochs, "epochs", "time_epochs")
-    device = _validate(device, "time_epochs(device=...)")
+    whole_number(epochs, "epochs", "time_epochs", minimum=1)
+    device = checked_device(device, "time_epochs(device=...)")
     times = EpochTimes()
     for _ in range(epochs):
         synchronize(device)
