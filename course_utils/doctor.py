@@ -22,6 +22,7 @@ import sys
 from importlib import metadata
 from typing import Any, TextIO
 
+from .grading import cgroups as grading_cgroups
 from .grading import sandbox as grading_sandbox
 
 #: Distribution name -> the label shown in the report.
@@ -231,6 +232,7 @@ def collect() -> dict[str, Any]:
         "cpu": {"torch_threads": None, "os_cpu_count": os.cpu_count()},
         # For instructors: the sandbox `course grade` runs student kernels in.
         "grading_isolation": grading_sandbox.detect().as_dict(),
+        "grading_limits": grading_cgroups.detect().as_dict(),
     }
     try:
         import torch
@@ -333,6 +335,10 @@ def format_report(report: dict[str, Any]) -> str:
     lines += ["", "Grading (instructors)", f"  isolation: {isolation['description']}"]
     if not isolation["sandboxed"]:
         lines.append(f"  `course grade` needs it: {isolation['problem']}")
+    resources = report["grading_limits"]
+    lines.append(f"  limits per submission: {resources['description']}")
+    if not resources["enforced"]:
+        lines.append(f"  `course grade` needs them: {resources['problem']}")
     lines += ["", "Verdict: " + ("ready." if report["ok"] else f"NOT ready: {report['error']}")]
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .intake import Submission
 from .records import ItemResult, NotebookResult, Status, SubmissionResult
+from .session import MAX_WAIT_SHARE
 from .worker import (
     CellStarted,
     GradeJob,
@@ -191,6 +192,8 @@ class WorkerPool:
         while_starting()
         done = 0
         limit = config.limits.submission_timeout + config.limits.startup_timeout + GRACE_S
+        # Each notebook's limits may be extended by the time it waited for a core (session.py).
+        waits = config.limits.cell_timeout * MAX_WAIT_SHARE
         while any(worker.progress for worker in pool):
             if stop is not None and stop.requested:
                 break
@@ -206,7 +209,8 @@ class WorkerPool:
                         and not worker.process.is_alive():
                     failure = (Status.KERNEL_DIED, "the grading worker died")
                 if failure is None and worker.progress is not None \
-                        and time.monotonic() - worker.progress.started > limit:
+                        and time.monotonic() - worker.progress.started \
+                        > limit + waits * len(worker.progress.job.submission.notebooks):
                     failure = (Status.TIMEOUT, ("grading did not finish within the time limit "
                                                 "(the grading worker hung and was killed)"))
                 if finished is not None:

@@ -52,6 +52,11 @@ class Limits:
                                                            "unit": "MiB"})
     startup_timeout: float = field(default=60.0, metadata={"flag": "startup_timeout", "unit": "s"})
     max_file_mb: int = field(default=64, metadata={"flag": "max_file_mb", "unit": "MiB"})
+    # Whole-sandbox limits (cgroups, see cgroups.py); memory_mb above caps the whole sandbox too.
+    max_processes: int = field(default=512, metadata={"flag": "--max-processes",
+                                                      "unit": "processes and threads"})
+    max_open_files: int = field(default=1024, metadata={"flag": "--max-open-files",
+                                                        "unit": "files per process"})
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):

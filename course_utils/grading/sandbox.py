@@ -109,7 +109,8 @@ def _inside(path: Path, roots: list[Path]) -> bool:
 
 
 def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str = "bwrap",
-               unset_env: Sequence[str] = ("JPY_PARENT_PID",)) -> list[str]:
+               unset_env: Sequence[str] = ("JPY_PARENT_PID",),
+               switch_user: bool = False) -> list[str]:
     """The bwrap command line that runs ``command`` confined.
 
     Later mounts cover earlier ones, so the order is: the system (read-only), fresh /proc,
@@ -117,12 +118,16 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
     a course cloned under /tmp stays visible), hidden folders, and the writable folders.
     ``JPY_PARENT_PID`` is unset by default: in its own PID namespace a kernel would see a
     different parent and exit at once; --die-with-parent gives the guarantee it was for.
+    ``switch_user``: started as root, ``command`` keeps the capabilities to change its user
+    and no other (it gives them up with root: ``limited.py --user``).
     """
     # Hostname "localhost": it resolves (/etc/hosts) to the sandbox's own loopback, which is
     # where torchrun --standalone looks for its rendezvous.
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
             "--unshare-ipc", "--unshare-uts", "--hostname", "localhost", "--unshare-cgroup-try",
             "--cap-drop", "ALL"]
+    if switch_user and os.geteuid() == 0:
+        argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for name in unset_env:
         argv += ["--unsetenv", name]
     for folder in SYSTEM_FOLDERS:
@@ -142,6 +147,8 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
     frozen = _private_tops(readable)
     for top in frozen:
         argv += ["--tmpfs", str(top)]
+    made: set[Path] = set()
+    argv += _open_parents(readable, made)
     for folder in readable:
         argv += ["--ro-bind", str(folder), str(folder)]
     for secret in SECRET_PATHS:
@@ -150,6 +157,7 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
     for path in confinement.hidden:
         if _inside(Path(path), roots):
             argv += _cover(Path(path))
+    argv += _open_parents([confinement.scratch, *confinement.writable], made)
     for folder in [confinement.scratch, *confinement.writable]:
         argv += ["--bind", str(folder), str(folder)]
     # The sandbox's root is a tmpfs bwrap made to hold the mount points: freeze it last, or
@@ -158,6 +166,20 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
     for top in frozen:
         argv += ["--remount-ro", str(top)]
     argv += ["--chdir", str(confinement.scratch), "--", *command]
+    return argv
+
+
+def _open_parents(folders: Sequence[Path], made: set[Path]) -> list[str]:
+    """Make the folders above mount points traversable by anyone (bwrap would make them
+    0700, closed to the unprivileged user a kernel becomes): system folders excepted."""
+    argv: list[str] = []
+    system = [Path(folder) for folder in SYSTEM_FOLDERS]
+    for folder in folders:
+        for parent in reversed(Path(folder).parents):
+            if parent == Path("/") or parent in made or _inside(parent, system):
+                continue
+            made.add(parent)
+            argv += ["--perms", "0755", "--dir", str(parent)]
     return argv
 
 

@@ -21,10 +21,15 @@ from queue import Empty
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
+from . import cgroups
+from .limited import UNPRIVILEGED
 from .records import Limits
 from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
+# A cell's (and the submission's) time limit is extended by the time the sandbox's threads
+# waited for a CPU, up to this share of the cell limit per notebook.
+MAX_WAIT_SHARE = 1.0
 
 
 class KernelDied(RuntimeError):
@@ -61,12 +66,25 @@ class KernelRecipe:
     preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
     bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
+    control: cgroups.ResourceControl = cgroups.UNSAFE  # whole-sandbox limits (cgroups.py)
+    group: str = ""                 # the run's cgroup, relative to control's roots
+
+    @property
+    def sandbox_limits(self) -> cgroups.SandboxLimits:
+        return cgroups.SandboxLimits(self.limits.memory_mb, self.limits.max_processes,
+                                     self.limits.max_open_files)
+
+    @property
+    def user(self) -> int:
+        """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
+        return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
 
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
             "--memory-mb", str(recipe.limits.memory_mb),
-            "--max-file-mb", str(recipe.limits.max_file_mb)]
+            "--max-file-mb", str(recipe.limits.max_file_mb),
+            "--open-files", str(recipe.limits.max_open_files), "--user", str(recipe.user)]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
     # No history database: the grader's cells are not history, and it would be a file per
@@ -94,7 +112,20 @@ class KernelSession:
         command = kernel_command(recipe, lesson)
         if recipe.bwrap:
             confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,))
-            command = bwrap_argv(command, confinement, bwrap=recipe.bwrap)
+            command = bwrap_argv(command, confinement, bwrap=recipe.bwrap,
+                                 switch_user=recipe.user >= 0)
+        # Its own cgroup, inside its worker's (which holds the worker's CPU share), so that
+        # the spares a worker starts share that worker's CPU instead of taking more.
+        self.group: cgroups.Group | None = None
+        if recipe.control.enforced:
+            slot = cgroups.Group(recipe.control, f"{recipe.group}/w{os.getpid()}")
+            if not slot.folders or not slot.folders[0].exists():
+                slot.create(None)
+            self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
+            self.group.create(recipe.sandbox_limits)
+        if recipe.control.enforced or recipe.limits.max_open_files:
+            command = cgroups.launcher_argv(self.group, recipe.sandbox_limits, command)
+        self.user = recipe.user
         # "message": the kernel interrupts itself, since from outside its session it cannot
         # be reached by a process-group signal.
         (self.folder / "spec" / KERNEL_NAME / "kernel.json").write_text(json.dumps(
@@ -108,12 +139,18 @@ class KernelSession:
         self.client = None
         self.pid: int | None = None
         self._env = dict(recipe.env, HOME=str(self.home))
+        self.waited = 0.0  # seconds added to its limits: time its threads waited for a core
+        self._schedstat: dict[int, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Spawn the kernel and return at once: it loads in the background."""
         # The kernel's own stderr (ipykernel's start-up chatter) is not the student's output,
         # which travels over the iopub channel.
+        if self.user >= 0:  # the kernel's user must read its connection file, write its folders
+            self.manager.write_connection_file()
+            for path in (self.home, self.ipc, Path(self.manager.connection_file)):
+                os.chown(path, self.user, self.user)
         self.manager.start_kernel(cwd=str(self.home), env=self._env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         self.pid = self.manager.provisioner.pid if self.manager.provisioner else None
@@ -166,6 +203,12 @@ class KernelSession:
                 pass
         with contextlib.suppress(Exception):  # already dead is fine
             self.manager.shutdown_kernel(now=True)
+        if self.group is not None:  # whatever escaped the process group (nothing should)
+            self.group.remove()
+
+    def refusals(self) -> str:
+        """What its cgroup's limits refused (memory, processes), in words; '' if nothing."""
+        return self.group.counters().describe() if self.group is not None else ""
 
     def alive(self) -> bool:
         return self.manager.is_alive()
@@ -179,6 +222,8 @@ class KernelSession:
     # ------------------------------------------------------------------ execution
     def _execute(self, code: str, user_expressions: dict | None = None) -> tuple[dict, list]:
         timeout = self._budget(self.limits.cell_timeout)
+        if self.group is not None:  # waits for a core count from here
+            _, self._schedstat = cgroups.starved_seconds(self.group.threads(), {})
         outputs: list = []
         size = 0
         msg_id = self.client.execute(code, store_history=False, allow_stdin=False,
@@ -209,6 +254,9 @@ class KernelSession:
         while True:
             remaining = end - time.monotonic()
             if remaining <= 0:
+                end += self._starvation(end)
+                remaining = end - time.monotonic()
+            if remaining <= 0:
                 self._on_timeout()
             if not self.alive():
                 raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
@@ -216,6 +264,21 @@ class KernelSession:
                 return get(timeout=min(remaining, 0.2))
             except Empty:
                 continue
+
+    def _starvation(self, end: float) -> float:
+        """Seconds to add to a limit that has run out: the longest any of the sandbox's threads
+        waited for a core since the last look (a neighbour's load is not the student's time),
+        at most MAX_WAIT_SHARE of the cell limit in all."""
+        if self.group is None:
+            return 0.0
+        waited, self._schedstat = cgroups.starved_seconds(self.group.threads(), self._schedstat)
+        allowed = MAX_WAIT_SHARE * self.limits.cell_timeout - self.waited
+        added = min(waited, max(0.0, allowed))
+        if added > 0.05:
+            self.waited += added
+            self.deadline += added
+            return added
+        return 0.0
 
     def _on_timeout(self):
         # Interrupt first (a polite loop stops), then kill: a SIGINT-proof loop cannot outlive us.

@@ -262,9 +262,10 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
         stopped = f"the grader failed: {error!r}" + (f" (in cell {index})" if index is not None
                                                      else "")
     finally:
+        refused = session.refusals()  # what its cgroup refused: memory, processes
         kernels.discard(session)
 
-    reason = stopped
+    reason = "; ".join(filter(None, [stopped, refused]))
     if problems and status is Status.GRADED:
         status, reason = Status.TAMPERED, "; ".join(problems.values())
     if notebook.note:  # e.g. which file was graded in place of a missing one
