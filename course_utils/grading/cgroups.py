@@ -70,7 +70,7 @@ class SandboxLimits:
     memory_mb: int = 4096     # all its memory, shared memory and tmpfs included; 0: no cap
     processes: int = 256      # processes and threads (torch starts a thread per core)
     open_files: int = 1024    # per process (RLIMIT_NOFILE)
-    cpu_weight: int = 100     # relative to other sandboxes' groups (v2 weight; v1 shares/100×1024)
+    cpu_weight: int = 100     # systemd's CPUWeight of each sandbox's scope
 
 
 @dataclass(frozen=True)
@@ -216,8 +216,10 @@ class Group:
     def folders(self) -> list[Path]:
         return [Path(root) / self.name for root in self.control.roots]
 
-    def create(self, limits: SandboxLimits | None) -> Group:
-        """Make the group (and its parents); ``limits`` None: a parent holding a CPU share."""
+    def create(self, limits: SandboxLimits | None, cpu_tasks: int = 1) -> Group:
+        """Make the group (and its parents); ``limits`` None: a parent holding a CPU share
+        worth ``cpu_tasks`` busy processes outside it (the kernel weighs a group as one
+        process: a whole grading run must not count as one among the machine's others)."""
         for folder in self.folders:
             folder.mkdir(parents=True, exist_ok=True)
         if self.control.backend is Backend.V2:
@@ -226,15 +228,15 @@ class Group:
                 if parent == root or root in parent.parents:
                     for controller in ("memory", "pids", "cpu"):
                         _write(parent / "cgroup.subtree_control", f"+{controller}", quiet=True)
-        self._set(limits)
+        self._set(limits, cpu_tasks)
         return self
 
-    def _set(self, limits: SandboxLimits | None) -> None:
+    def _set(self, limits: SandboxLimits | None, cpu_tasks: int) -> None:
         backend = self.control.backend
         if backend is Backend.V1:
             memory, pids, cpu = self.folders
             if limits is None:
-                _write(cpu / "cpu.shares", "1024")
+                _write(cpu / "cpu.shares", str(min(1024 * cpu_tasks, 262144)))
                 return
             if limits.memory_mb:
                 cap = str(limits.memory_mb * 2**20)
@@ -244,7 +246,7 @@ class Group:
         elif backend is Backend.V2:
             folder = self.folders[0]
             if limits is None:
-                _write(folder / "cpu.weight", "100", quiet=True)
+                _write(folder / "cpu.weight", str(min(100 * cpu_tasks, 10000)), quiet=True)
                 return
             if limits.memory_mb:
                 _write(folder / "memory.max", str(limits.memory_mb * 2**20))
@@ -378,17 +380,25 @@ def launcher_argv(group: Group | None, limits: SandboxLimits, command: list[str]
     return [*argv, "--", *command]
 
 
-def starved_seconds(threads: list[int], before: dict[int, int]) -> tuple[float, dict[int, int]]:
-    """How long the most delayed of ``threads`` waited for a CPU since ``before``.
-
-    Linux counts, per thread, the time it was ready to run but waiting for a core
-    (``/proc/<tid>/schedstat``, second field, ns). The grader adds the largest such wait
-    since a cell started to that cell's time limit: a neighbour that keeps every core busy
-    delays an honest submission's clock instead of costing it points.
-    """
-    now: dict[int, int] = {}
+def cpu_times(threads: list[int]) -> dict[int, tuple[int, int]]:
+    """Per thread: (ns spent on a CPU, ns spent ready to run but waiting for one), from
+    ``/proc/<tid>/schedstat``."""
+    times = {}
     for tid in threads:
         with contextlib.suppress(OSError, ValueError, IndexError):
-            now[tid] = int(Path(f"/proc/{tid}/schedstat").read_text().split()[1])
-    waited = max((delay - before.get(tid, 0) for tid, delay in now.items()), default=0)
-    return max(0, waited) / 1e9, {**before, **now}
+            ran, waited = Path(f"/proc/{tid}/schedstat").read_text().split()[:2]
+            times[tid] = (int(ran), int(waited))
+    return times
+
+
+def starved_seconds(before: dict[int, tuple[int, int]], now: dict[int, tuple[int, int]],
+                    elapsed: float, share_cores: float) -> float:
+    """How much wall time a sandbox lost to others since ``before``: the longest any of its
+    threads waited for a core, but only as far as it got less than ``share_cores`` cores
+    of CPU in ``elapsed`` seconds (waiting on its own other threads is not lost time:
+    that is the sandbox's own use of its share)."""
+    waited = max((wait - before.get(tid, (0, 0))[1] for tid, (_, wait) in now.items()),
+                 default=0) / 1e9
+    ran = sum(run - before.get(tid, (0, 0))[0] for tid, (run, _) in now.items()) / 1e9
+    deficit = elapsed - ran / share_cores
+    return max(0.0, min(waited, deficit))

@@ -125,8 +125,8 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
         run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
         run_group = cgroups.Group(resources, scratch_root.name)
-        if resources.enforced:
-            run_group.create(None)
+        if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
+            run_group.create(None, cpu_tasks=4 * jobs)
         recorder = _Recorder(db_url, out, len(found), progress)
         try:
             graded_lessons = [chosen[name] for name in dict.fromkeys(s.lesson for s in gradable)]
@@ -135,7 +135,8 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
                 recipe=dataclasses.replace(
                     _kernel_recipe(root, out, submissions, scratch_root, db_url,
                                    graded_lessons, limits, jobs, in_force),
-                    control=resources, group=run_group.name),
+                    control=resources, group=run_group.name,
+                    cpu_share=max(1.0, (os.cpu_count() or 1) / jobs)),
                 scratch_root=scratch_root, autograded_dir=out / "autograded",
                 # Two spares per worker where there is a core for each worker's second one.
                 spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)

@@ -27,9 +27,10 @@ from .records import Limits
 from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
-# A cell's (and the submission's) time limit is extended by the time the sandbox's threads
-# waited for a CPU, up to this share of the cell limit per notebook.
-MAX_WAIT_SHARE = 1.0
+# A cell's (and the submission's) time limit is extended by the wall time the sandbox lost
+# waiting for a CPU while it got less than its share (cgroups.starved_seconds), up to this
+# many cell limits per notebook: a neighbour's load, or the machine's, is not the student's.
+MAX_WAIT_SHARE = 3.0
 
 
 class KernelDied(RuntimeError):
@@ -68,6 +69,7 @@ class KernelRecipe:
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
     control: cgroups.ResourceControl = cgroups.UNSAFE  # whole-sandbox limits (cgroups.py)
     group: str = ""                 # the run's cgroup, relative to control's roots
+    cpu_share: float = 1.0          # cores each worker's sandboxes are guaranteed together
 
     @property
     def sandbox_limits(self) -> cgroups.SandboxLimits:
@@ -139,8 +141,12 @@ class KernelSession:
         self.client = None
         self.pid: int | None = None
         self._env = dict(recipe.env, HOME=str(self.home))
-        self.waited = 0.0  # seconds added to its limits: time its threads waited for a core
-        self._schedstat: dict[int, int] = {}
+        self.waited = 0.0  # seconds added to its limits: time lost waiting for a core
+        self._cpu_before: dict[int, tuple[int, int]] = {}
+        self._cell_started = 0.0
+        self._cpu_share = recipe.cpu_share
+        self._cell_limit = 0.0
+        self._end = 0.0  # when the running cell's time is up
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -222,16 +228,18 @@ class KernelSession:
     # ------------------------------------------------------------------ execution
     def _execute(self, code: str, user_expressions: dict | None = None) -> tuple[dict, list]:
         timeout = self._budget(self.limits.cell_timeout)
-        if self.group is not None:  # waits for a core count from here
-            _, self._schedstat = cgroups.starved_seconds(self.group.threads(), {})
+        self._cell_limit = timeout
+        if self.group is not None:  # time lost to other sandboxes counts from here
+            self._cpu_before = cgroups.cpu_times(self.group.threads())
+            self._cell_started = time.monotonic()
         outputs: list = []
         size = 0
         msg_id = self.client.execute(code, store_history=False, allow_stdin=False,
                                      user_expressions=user_expressions or {})
-        end = time.monotonic() + timeout
+        self._end = time.monotonic() + timeout
         idle = False
         while not idle:
-            msg = self._next(self.client.get_iopub_msg, end)
+            msg = self._next(self.client.get_iopub_msg)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = msg["msg_type"]
@@ -245,17 +253,17 @@ class KernelSession:
                         f"the cell printed more than {self.limits.output_bytes:,} bytes")
                 outputs.append(_as_output(kind, msg["content"]))
         while True:
-            reply = self._next(self.client.get_shell_msg, end)
+            reply = self._next(self.client.get_shell_msg)
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply["content"], outputs
 
-    def _next(self, get, end: float) -> dict:
+    def _next(self, get) -> dict:
         """The next message from a channel, or a timeout / death verdict."""
         while True:
-            remaining = end - time.monotonic()
+            remaining = self._end - time.monotonic()
             if remaining <= 0:
-                end += self._starvation(end)
-                remaining = end - time.monotonic()
+                self._end += self._starvation()
+                remaining = self._end - time.monotonic()
             if remaining <= 0:
                 self._on_timeout()
             if not self.alive():
@@ -265,20 +273,28 @@ class KernelSession:
             except Empty:
                 continue
 
-    def _starvation(self, end: float) -> float:
-        """Seconds to add to a limit that has run out: the longest any of the sandbox's threads
-        waited for a core since the last look (a neighbour's load is not the student's time),
-        at most MAX_WAIT_SHARE of the cell limit in all."""
+    def _starvation(self) -> float:
+        """Seconds to add to a limit that has run out: the wall time the sandbox lost to
+        others since the cell started (cgroups.starved_seconds), less what was added
+        already, at most MAX_WAIT_SHARE of the cell limit per notebook in all. A neighbour's
+        load is not the student's time."""
         if self.group is None:
             return 0.0
-        waited, self._schedstat = cgroups.starved_seconds(self.group.threads(), self._schedstat)
+        now = time.monotonic()
+        lost = cgroups.starved_seconds(self._cpu_before, cgroups.cpu_times(self.group.threads()),
+                                       now - self._cell_started, self._cpu_share)
+        lost_in_cell = lost - self._added_in_cell()
         allowed = MAX_WAIT_SHARE * self.limits.cell_timeout - self.waited
-        added = min(waited, max(0.0, allowed))
+        added = min(lost_in_cell, max(0.0, allowed))
         if added > 0.05:
             self.waited += added
             self.deadline += added
             return added
         return 0.0
+
+    def _added_in_cell(self) -> float:
+        """What earlier extensions already added to this cell's limit."""
+        return max(0.0, self._end - self._cell_started - self._cell_limit)
 
     def _on_timeout(self):
         # Interrupt first (a polite loop stops), then kill: a SIGINT-proof loop cannot outlive us.
