@@ -65,13 +65,16 @@ def _grade(args) -> int:
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
                     max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
                     max_open_files=args.max_open_files)
+    from .grading.shard import WHOLE, Shard
+
     roster = read_roster(Path(args.roster)) if args.roster else None
+    shard = Shard.parse(args.shard) if args.shard else WHOLE
     out = Path(args.out)
     as_text = args.format == "table"
     outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
                     db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
                     use_sandbox=not args.unsafe_no_sandbox,
-                    use_limits=not args.unsafe_no_limits, roster=roster,
+                    use_limits=not args.unsafe_no_limits, roster=roster, shard=shard,
                     on_isolation=_announce if as_text else lambda isolation: None,
                     on_limits=_announce_limits if as_text else lambda line, resources: None,
                     progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -173,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--max-notebook-mb", type=float, default=50.0,
                        help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
+    grade.add_argument("--shard", metavar="I/N",
+                       help="grade only part I of N (0-based) of the class, split by student: "
+                            "N runs with one --seed into one PostgreSQL --db grade it once "
+                            "(Slurm arrays, Kubernetes Indexed Jobs, CI matrices: "
+                            "docs/cluster.md)")
     grade.add_argument("--roster", metavar="STUDENTS_CSV",
                        help="nbgrader's student CSV (id,first_name,last_name[,email]): names in "
                             "the gradebook, and a row for each student who submitted nothing")

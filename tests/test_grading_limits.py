@@ -223,3 +223,18 @@ def test_nothing_survives_and_the_machine_gets_its_memory_back(graded):
     # memory would hold 3 GiB.
     assert _available_mib() > memory_before - 2048
     assert len(_pids()) < processes_before + 40
+
+
+def test_a_systemd_scope_carries_every_limit():
+    """Checks the systemd-run backend (cgroup v2 without a writable subtree) starts the
+    sandbox in a scope with MemoryMax, no swap, TasksMax and a CPU weight, and the open-file
+    launcher inside it."""
+    control = cgroups.ResourceControl(cgroups.Backend.SYSTEMD, "scope")
+    limits = cgroups.SandboxLimits(memory_mb=1024, processes=64, open_files=128)
+    argv = cgroups.launcher_argv(cgroups.Group(control, "x"), limits, ["bwrap", "--", "cmd"])
+    scope = argv[:argv.index("--")]
+    assert scope[0] == "systemd-run" and "--scope" in scope
+    assert ("--user" in scope) == (os.geteuid() != 0)
+    for setting in ("MemoryMax=1024M", "MemorySwapMax=0", "TasksMax=64", "CPUWeight=100"):
+        assert setting in scope
+    assert argv[-3:] == ["bwrap", "--", "cmd"] and "--open-files" in argv and "128" in argv

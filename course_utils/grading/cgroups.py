@@ -20,9 +20,9 @@ Three ways to get cgroups, tried in this order (:func:`detect`):
 * **cgroup v2** with a writable subtree: the grader's own group when it may write there
   (root), or ``COURSE_GRADE_CGROUP=/sys/fs/cgroup/<delegated, empty group>`` (a non-root
   instructor: ``systemd-run --user -p Delegate=yes --scope bash`` gives one);
-* **systemd-run --user --scope** (v2 without a writable subtree, non-root): each sandbox is
-  started in a transient scope with ``MemoryMax``, ``MemorySwapMax=0``, ``TasksMax`` and
-  ``CPUWeight``.
+* **systemd-run --scope** (v2 without a writable subtree: ``--user`` when not root): each
+  sandbox is started in a transient scope with ``MemoryMax``, ``MemorySwapMax=0``,
+  ``TasksMax`` and ``CPUWeight``.
 
 A process joins its group by writing its own PID to ``cgroup.procs`` before it starts bwrap
 (``limited.py --join``), so nothing it starts can be outside.
@@ -144,16 +144,35 @@ def _v2_root() -> Path | str:
     missing = {"memory", "pids"} - available
     if missing:
         return f"cgroup v2 group {root} lacks the {', '.join(sorted(missing))} controller"
-    return _try_make(root) or root
+    for controller in ("memory", "pids", "cpu"):
+        _write(root / "cgroup.subtree_control", f"+{controller}", quiet=True)
+    probe = root / f"course-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError as error:
+        return f"cannot create a cgroup in {root} ({error.strerror})"
+    delegated = (probe / "memory.max").exists() and (probe / "pids.max").exists()
+    probe.rmdir()
+    if not delegated:
+        return (f"cgroup v2 group {root} cannot give its children memory and pids limits "
+                f"(it holds processes itself): set {ENV_SUBTREE} to an empty delegated group")
+    return root
+
+
+def _systemd_scope() -> list[str]:
+    """systemd-run's start of a transient scope: the system manager's as root, else the
+    user's."""
+    return ["systemd-run", "--scope", "--quiet", "--collect"] if os.geteuid() == 0 \
+        else ["systemd-run", "--user", "--scope", "--quiet", "--collect"]
 
 
 def _systemd_works() -> str:
-    if os.geteuid() == 0 or shutil.which("systemd-run") is None:
-        return "systemd-run --user is not available"
-    done = subprocess.run(["systemd-run", "--user", "--scope", "--quiet", "-p", "TasksMax=8",
-                           "true"], capture_output=True, text=True, check=False, timeout=30)
+    if shutil.which("systemd-run") is None:
+        return "systemd-run is not installed"
+    done = subprocess.run([*_systemd_scope(), "-p", "TasksMax=8", "true"],
+                          capture_output=True, text=True, check=False, timeout=30)
     return "" if done.returncode == 0 else \
-        f"systemd-run --user --scope failed ({done.stderr.strip()[-200:]})"
+        f"`{' '.join(_systemd_scope()[:3])}` failed ({done.stderr.strip()[-200:]})"
 
 
 @functools.cache
@@ -183,7 +202,7 @@ def detect() -> ResourceControl:
     except (OSError, subprocess.TimeoutExpired) as error:
         systemd = str(error)
     if not systemd:
-        return ResourceControl(Backend.SYSTEMD, "systemd-run --user scope per sandbox: "
+        return ResourceControl(Backend.SYSTEMD, "systemd-run scope per sandbox: "
                                "MemoryMax (shared memory and tmpfs included), TasksMax, "
                                "CPUWeight; open files per process")
     problems.append(systemd)
@@ -359,8 +378,8 @@ def _write(path: Path, text: str, *, quiet: bool = False) -> None:
 
 def systemd_argv(limits: SandboxLimits) -> list[str]:
     """The prefix that starts a command in a transient user scope with these limits."""
-    argv = ["systemd-run", "--user", "--scope", "--quiet", "--collect",
-            "-p", f"TasksMax={limits.processes}", "-p", f"CPUWeight={limits.cpu_weight}"]
+    argv = [*_systemd_scope(), "-p", f"TasksMax={limits.processes}",
+            "-p", f"CPUWeight={limits.cpu_weight}"]
     if limits.memory_mb:
         argv += ["-p", f"MemoryMax={limits.memory_mb}M", "-p", "MemorySwapMax=0"]
     return [*argv, "--"]

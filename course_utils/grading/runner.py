@@ -26,6 +26,7 @@ from .report import Row, write_csv, write_json
 from .roster import RosterStudent
 from .sandbox import Isolation
 from .session import KernelRecipe
+from .shard import WHOLE, Shard
 from .structure import Lesson, load_lesson
 from .worker import WorkerConfig, unread
 
@@ -74,6 +75,7 @@ def describe_limits(resources: cgroups.ResourceControl, limits: Limits, jobs: in
 def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
           db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
           seed: int | None = None, use_sandbox: bool = True, use_limits: bool = True,
+          shard: Shard = WHOLE,
           roster: list[RosterStudent] | None = None,
           on_isolation: Callable[[Isolation], None] = lambda isolation: None,
           on_limits: Callable[[str, cgroups.ResourceControl], None] = lambda line, rc: None,
@@ -90,7 +92,8 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     whole-submission limits (cgroups.py) unless ``use_limits`` is False. ``on_isolation``
     and ``on_limits`` hear which isolation and limits are in force before any work starts; ``progress`` gets one line
     per submission graded. Ctrl-C stops the run: what was graded is kept and written, and
-    the outcome says how many were not graded.
+    the outcome says how many were not graded. ``shard`` grades only its part of the class
+    (its students, roster included; shard.py).
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
@@ -111,15 +114,17 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     with WorkerPool(jobs) as pool:
         out.mkdir(parents=True, exist_ok=True)
         chosen = {name: load_lesson(root, name) for name in chosen_names}
-        found = discover(submissions, chosen, limits.max_notebook_bytes)
+        everyone = discover(submissions, chosen, limits.max_notebook_bytes)
+        found = [submission for submission in everyone if shard.holds(submission.student)]
         gradable = [submission for submission in found if submission.gradable]
         roster = roster or []
         names = {student.id: student.display_name for student in roster}
-        students = list(dict.fromkeys([*(student.id for student in roster),
-                                       *student_folders(submissions)]))
+        students = [student for student in dict.fromkeys(
+            [*(student.id for student in roster), *student_folders(submissions)])
+            if shard.holds(student)]
         # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
         # nobody submitted is not in the table at all.
-        submitted_lessons = {s.lesson for s in found}
+        submitted_lessons = {s.lesson for s in everyone}  # in any shard
         not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
                                          if name in submitted_lessons}, students, found)
         run_seed = secrets.randbelow(2**31) if seed is None else seed
