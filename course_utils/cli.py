@@ -63,6 +63,7 @@ def _grade(args) -> int:
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
+                    total_output_bytes=args.max_total_output,
                     max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
                     max_open_files=args.max_open_files)
     from .grading.shard import WHOLE, Shard
@@ -173,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--max-open-files", type=int, default=1024,
                        help="open files per process")
     grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
+    grade.add_argument("--max-total-output", type=int, default=10_000_000,
+                       help="bytes of output of a whole notebook (its autograded copy)")
     grade.add_argument("--max-notebook-mb", type=float, default=50.0,
                        help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")

@@ -14,6 +14,7 @@ import pytest
 from course_utils.grading.records import Limits
 from course_utils.grading.report import read_csv
 from course_utils.grading.runner import grade
+from course_utils.grading.session import MAX_WAIT_SHARE
 
 from . import grading_corpus as corpus
 from .conftest import ROOT, course_state, run_course
@@ -209,11 +210,14 @@ def test_time_is_bounded(graded):
     """Checks the whole run, SIGINT-proof loop included, took about what honest work takes.
 
     On 2 cores a submission takes 5-20 s (lesson 07 the most); the loop that ignores SIGINT
-    may cost one cell limit. The bound is about 3x this machine's time (326 s for 49 rows);
-    kernels that each hung to their submission limit (200 s) would break it.
+    may cost one cell limit, and on a machine loaded by others up to MAX_WAIT_SHARE more
+    (the time it lost waiting for a core extends its limit). The bound is about 3x this
+    machine's time (326 s for 49 rows); kernels that each hung to their submission limit
+    (200 s) would break it.
     """
     per_worker = len(graded["rows"]) / 2
-    assert graded["seconds"] < per_worker * 40 + 2 * LIMITS["cell_timeout"], graded["seconds"]
+    loop = (1 + MAX_WAIT_SHARE) * LIMITS["cell_timeout"]
+    assert graded["seconds"] < per_worker * 40 + loop + LIMITS["cell_timeout"], graded["seconds"]
 
 
 def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):

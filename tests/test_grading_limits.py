@@ -3,7 +3,7 @@
 The attackers solved the exercises (they start from the solution), so they keep their
 points: what is checked is that each attack is stopped and recorded. Each attacker is bounded so that it cannot harm a shared machine if the defence were missing:
 memory attacks stop at 3 GiB in all (against a 2 GiB cap), the fork bomb at 300 processes,
-the file attack at 3,000 files, the spinner after 60 s. The whole-sandbox limits (cgroups.py)
+the file attack at 3,000 files, the spinner after 60 s, output at 30 MB. The whole-sandbox limits (cgroups.py)
 must stop each, say so in the row's reason, leave the honest neighbours their full grade, and
 leave nothing running.
 """
@@ -87,6 +87,12 @@ SPINNER = (
     "spin()\n")
 LESSON_07 = ("07_multi_gpu", "multi_gpu.ipynb")
 
+# Output that grows without bound: cells each under the per-cell cap (100 kB here) that add
+# up past the notebook's (1 MB), and one error message of 30 MB; both after the exercises.
+MANY_OUTPUTS = ["print('y' * 90_000)\n"] * 15
+HUGE_ERROR = ["raise ValueError('x' * 30_000_000)\n"]
+FLOODS = {"many-outputs": MANY_OUTPUTS, "huge-error": HUGE_ERROR}
+
 ATTACKS = {"spinner": SPINNER, "many-processes": MANY_PROCESSES, "memfd": MEMFD, "fork-bomb": FORK_BOMB,
            "open-files": OPEN_FILES, "daemon": DAEMON}
 HONEST = ("honest-1", "honest-2")
@@ -100,13 +106,18 @@ def graded(tmp_path_factory):
     solution = nbformat.read(ROOT / "solutions" / corpus.LESSON / corpus.NOTEBOOK, as_version=4)
     for student, source in ATTACKS.items():
         _write(base / "submissions", student, _before_first_exercise(solution, source))
+    for student, cells in FLOODS.items():
+        flood = copy.deepcopy(solution)
+        flood.cells += [nbformat.v4.new_code_cell(source) for source in cells]
+        _write(base / "submissions", student, flood)
     for student in HONEST:
         _write(base / "submissions", student, solution)
     lesson_07 = base / "submissions" / "honest-07" / LESSON_07[0] / LESSON_07[1]
     lesson_07.parent.mkdir(parents=True)
     lesson_07.write_bytes((ROOT / "solutions" / LESSON_07[0] / LESSON_07[1]).read_bytes())
     memory_before, processes_before = _available_mib(), len(_pids())
-    limits = Limits(memory_mb=2048, max_processes=128, max_open_files=256, cell_timeout=90)
+    limits = Limits(memory_mb=2048, max_processes=128, max_open_files=256, cell_timeout=90,
+                    output_bytes=100_000, total_output_bytes=1_000_000)
     outcome = grade(ROOT, base / "submissions", base / "out", jobs=2, seed=1, limits=limits)
     rows = {row.student: row for row in outcome.rows if row.status.value != "missing"}
     return rows, base / "out", memory_before, processes_before, outcome
@@ -223,6 +234,18 @@ def test_nothing_survives_and_the_machine_gets_its_memory_back(graded):
     # memory would hold 3 GiB.
     assert _available_mib() > memory_before - 2048
     assert len(_pids()) < processes_before + 40
+
+
+@pytest.mark.parametrize("student", FLOODS)
+def test_output_floods_stop_with_the_credit_so_far(graded, student):
+    """Checks many outputs under the per-cell cap, and one 30 MB error message, stop at the
+    notebook's caps as `output-limit` with the exercises' credit kept, and the autograded
+    copy stays small."""
+    rows, out = graded[0], graded[1]
+    row = rows[student]
+    assert (row.score, row.status.value) == (4, "output-limit"), row
+    copy_ = out / "autograded" / student / corpus.LESSON / corpus.NOTEBOOK
+    assert copy_.stat().st_size < 1_500_000
 
 
 def test_a_systemd_scope_carries_every_limit():

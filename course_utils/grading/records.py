@@ -48,6 +48,9 @@ class Limits:
     memory_mb: int = field(default=4096, metadata={"flag": "--memory-mb", "unit": "MiB",
                                                    "zero_ok": True})  # 0: no cap
     output_bytes: int = field(default=1_000_000, metadata={"flag": "--max-output", "unit": "bytes"})
+    # All the outputs of one notebook: what its autograded copy and the worker hold of them.
+    total_output_bytes: int = field(default=10_000_000, metadata={"flag": "--max-total-output",
+                                                                  "unit": "bytes"})
     max_notebook_mb: float = field(default=50.0, metadata={"flag": "--max-notebook-mb",
                                                            "unit": "MiB"})
     startup_timeout: float = field(default=60.0, metadata={"flag": "startup_timeout", "unit": "s"})

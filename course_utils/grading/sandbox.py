@@ -5,11 +5,14 @@ What a sandboxed process gets (see docs/grading.md for what that does and does n
 * its own PID namespace: it sees and can signal only its own descendants; when the process
   that started the sandbox dies, or kills it, everything inside dies with it;
 * no network (its own, empty network namespace), its own IPC and hostname;
-* a file system made only of the system folders, the Python installation and the
-  ``course_utils`` package, all read-only; a private ``/tmp`` and ``/dev/shm`` (small tmpfs);
-  a fresh ``/proc`` and a minimal ``/dev`` (plus NVIDIA devices, when present);
+* a file system made only of the system folders (not the host's /etc: a synthesised one,
+  see SYNTHETIC_ETC and HOST_ETC), the Python installation and the ``course_utils`` package,
+  all read-only; a private ``/tmp`` and ``/dev/shm`` (small tmpfs); a fresh ``/proc`` and a
+  minimal ``/dev`` (plus NVIDIA devices, when present);
 * exactly one writable folder of the caller's: its scratch folder (its HOME and cwd);
-* no capabilities, even when the grader runs as root.
+* no capabilities, even when the grader runs as root (then the command becomes uid 65534
+  with ``limited.py --user``: bwrap keeps only the capability to change user for it);
+* resource limits for the whole sandbox come from its cgroup (cgroups.py), not from bwrap.
 
 Two entry points: :func:`bwrap_argv` builds the command line (the grader's kernels use it),
 and :func:`run` runs a command with limits and a timeout (for checks that must run a

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
@@ -30,7 +31,7 @@ KERNEL_NAME = "course-grader"
 # A cell's (and the submission's) time limit is extended by the wall time the sandbox lost
 # waiting for a CPU while it got less than its share (cgroups.starved_seconds), up to this
 # many cell limits per notebook: a neighbour's load, or the machine's, is not the student's.
-MAX_WAIT_SHARE = 3.0
+MAX_WAIT_SHARE = 2.0
 
 
 class KernelDied(RuntimeError):
@@ -139,6 +140,8 @@ class KernelSession:
             transport="ipc", ip=str(self.ipc / "k"),
             connection_file=str(self.ipc / "connection.json"))
         self.client = None
+        self._monitors: list = []
+        self.total_output = 0  # bytes of output of every cell so far
         self.pid: int | None = None
         self._env = dict(recipe.env, HOME=str(self.home))
         self.waited = 0.0  # seconds added to its limits: time lost waiting for a core
@@ -164,8 +167,14 @@ class KernelSession:
     def begin(self, deadline: float) -> None:
         """Wait until the kernel answers; from now on ``deadline`` bounds everything."""
         self.deadline = deadline
+        # A message larger than any output allowed (a 1 GB error message, say) is refused by
+        # ZeroMQ before it is read into this process: the kernel is disconnected, which the
+        # monitors below report, and the cell ends as `output-limit`.
+        self.manager.context.setsockopt(zmq.MAXMSGSIZE, self._largest_message())
         self.client = self.manager.client()
         self.client.start_channels()
+        self._monitors = [channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+                          for channel in (self.client.iopub_channel, self.client.shell_channel)]
         self._handshake(time.monotonic() + self._budget(self.limits.startup_timeout))
 
     def _handshake(self, end: float) -> None:
@@ -196,8 +205,19 @@ class KernelSession:
                         # Its busy/idle went out before IOPub connected: ask again.
                         msg_id, asked, replied = self.client.kernel_info(), time.monotonic(), False
 
+    def _largest_message(self) -> int:
+        return 2 * self.limits.output_bytes + 2**20  # JSON escapes, headers, rich outputs
+
+    def _oversized(self) -> bool:
+        """Whether ZeroMQ dropped the kernel for a message over the size cap."""
+        return any(monitor.poll(0) for monitor in self._monitors)
+
     def kill(self) -> None:
         """Kill the kernel and everything it started, whatever it does with signals."""
+        for monitor in self._monitors:
+            with contextlib.suppress(Exception):
+                monitor.close(linger=0)
+        self._monitors = []
         if self.client is not None:
             self.client.stop_channels()
         if self.pid:
@@ -246,11 +266,17 @@ class KernelSession:
             if kind == "status" and msg["content"]["execution_state"] == "idle":
                 idle = True
             elif kind in ("stream", "execute_result", "display_data", "error"):
-                size += len(json.dumps(msg["content"]))
+                length = len(json.dumps(msg["content"]))
+                size += length
+                self.total_output += length
                 if size > self.limits.output_bytes:
                     self.kill()
                     raise OutputLimit(
                         f"the cell printed more than {self.limits.output_bytes:,} bytes")
+                if self.total_output > self.limits.total_output_bytes:
+                    self.kill()
+                    raise OutputLimit(f"the notebook printed more than "
+                                      f"{self.limits.total_output_bytes:,} bytes in all")
                 outputs.append(_as_output(kind, msg["content"]))
         while True:
             reply = self._next(self.client.get_shell_msg)
@@ -268,6 +294,10 @@ class KernelSession:
                 self._on_timeout()
             if not self.alive():
                 raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
+            if self._oversized():
+                self.kill()
+                raise OutputLimit(f"the kernel sent a message larger than "
+                                  f"{self._largest_message():,} bytes")
             try:
                 return get(timeout=min(remaining, 0.2))
             except Empty:
