@@ -6,7 +6,6 @@ as root, since PostgreSQL refuses to run as root — and stopped at the end.
 """
 from __future__ import annotations
 
-import csv
 import glob
 import multiprocessing
 import os
@@ -23,6 +22,7 @@ import pytest
 
 from course_utils.grading import gradebook
 from course_utils.grading.records import ItemResult, NotebookResult, Status, SubmissionResult
+from course_utils.grading.report import read_csv
 from course_utils.grading.structure import load_lesson
 
 from .conftest import ROOT, run_course
@@ -171,8 +171,8 @@ def test_two_shards_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grad
     outputs = [run.communicate(timeout=900) for run in runs]
     for run, (stdout, stderr) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, stdout + stderr
-    graded = [{row["student"] for row in csv.DictReader(
-        (tmp_path / f"out-{index}" / "grades.csv").open())} for index in range(2)]
+    graded = [{row.student for row in read_csv(tmp_path / f"out-{index}" / "grades.csv")}
+              for index in range(2)]
     assert graded[0].isdisjoint(graded[1]) and graded[0] | graded[1] == set(students)
     assert graded[0] and graded[1]  # both shards had work
     sqlite = run_course("grade", str(whole), "--out", str(tmp_path / "out-sqlite"), "--seed", "7",
