@@ -51,7 +51,8 @@ def build_round_trips(folder):
     for lesson, source, release in lesson_notebooks():
         solution = nbformat.read(source, as_version=4)
         write(solution, folder / f"solution-{lesson}" / lesson / source.name)
-        write(nbformat.read(release, as_version=4), folder / f"blank-{lesson}" / lesson / source.name)
+        blank = nbformat.read(release, as_version=4)
+        write(blank, folder / f"blank-{lesson}" / lesson / source.name)
         answer = WRONG_ANSWERS[lesson]
         wrong = copy.deepcopy(solution)
         cell = next(c for c in wrong.cells
@@ -176,7 +177,8 @@ def test_autograded_notebooks_show_verdicts_for_the_formgrader(graded):
     """Checks the executed copy of a submission has its outputs and each test cell's verdict."""
     path = graded["out"] / "autograded" / "honest" / corpus.LESSON / corpus.NOTEBOOK
     nb = nbformat.read(path, as_version=4)
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+    tests = [c for c in nb.cells
+             if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
     assert [c.outputs[0].text for c in tests] == ["2 / 2: passed\n", "2 / 2: passed\n"]
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert any("computes on" in o.get("text", "") for o in first.outputs)
@@ -188,7 +190,8 @@ def gradebook_scores(db_path) -> dict[tuple[str, str], float]:
         return {(student, lesson): score for student, lesson, score in db.execute(
             "select student.id, assignment.name, sum(coalesce(grade.auto_score, 0)) from grade "
             "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
-            "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
+            "join submitted_assignment "
+            "on submitted_notebook.assignment_id = submitted_assignment.id "
             "join student on submitted_assignment.student_id = student.id "
             "join assignment on submitted_assignment.assignment_id = assignment.id "
             "group by student.id, assignment.name")}

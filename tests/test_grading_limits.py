@@ -1,11 +1,12 @@
 """Submissions that go after the grading *machine*, graded as one class beside honest ones.
 
 The attackers solved the exercises (they start from the solution), so they keep their
-points: what is checked is that each attack is stopped and recorded. Each attacker is bounded so that it cannot harm a shared machine if the defence were missing:
-memory attacks stop at 3 GiB in all (against a 2 GiB cap), the fork bomb at 300 processes,
-the file attack at 3,000 files, the spinner after 60 s, output at 30 MB. The whole-sandbox limits (cgroups.py)
-must stop each, say so in the row's reason, leave the honest neighbours their full grade, and
-leave nothing running.
+points: what is checked is that each attack is stopped and recorded. Each attacker is
+bounded so that it cannot harm a shared machine if the defence were missing: memory attacks
+stop at 3 GiB in all (against a 2 GiB cap), the fork bomb at 300 processes, the file attack
+at 3,000 files, the spinner after 60 s, output at 30 MB. The whole-sandbox limits
+(cgroups.py) must stop each, say so in the row's reason, leave the honest neighbours their
+full grade, and leave nothing running.
 """
 from __future__ import annotations
 
@@ -93,8 +94,8 @@ MANY_OUTPUTS = ["print('y' * 90_000)\n"] * 15
 HUGE_ERROR = ["raise ValueError('x' * 30_000_000)\n"]
 FLOODS = {"many-outputs": MANY_OUTPUTS, "huge-error": HUGE_ERROR}
 
-ATTACKS = {"spinner": SPINNER, "many-processes": MANY_PROCESSES, "memfd": MEMFD, "fork-bomb": FORK_BOMB,
-           "open-files": OPEN_FILES, "daemon": DAEMON}
+ATTACKS = {"spinner": SPINNER, "many-processes": MANY_PROCESSES, "memfd": MEMFD,
+           "fork-bomb": FORK_BOMB, "open-files": OPEN_FILES, "daemon": DAEMON}
 HONEST = ("honest-1", "honest-2")
 
 

@@ -85,7 +85,8 @@ def test_run_holds_memory_processes_and_output_for_the_whole_sandbox(tmp_path, g
     script = textwrap.dedent(f"""
         import subprocess, sys
         subprocess.Popen(['sleep', '{token}'], start_new_session=True)
-        hold = "b = bytearray(400 * 2**20); b[::4096] = bytes(len(b[::4096])); import time; time.sleep(3)"
+        hold = ("b = bytearray(400 * 2**20); b[::4096] = bytes(len(b[::4096])); "
+                "import time; time.sleep(3)")
         children = [subprocess.Popen([sys.executable, '-c', hold]) for _ in range(4)]
         print([child.wait() for child in children])
         sys.stdout.write('x' * 5_000_000)

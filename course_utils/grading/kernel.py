@@ -5,8 +5,8 @@ inside the student's kernel instead of taking the machine down; then, when the s
 started as root, the kernel becomes an unprivileged user (``--user``). Then the modules the
 lesson it is expected to grade imports (``--preload``) are imported, before the kernel
 answers: the grader starts each kernel while the previous submission still runs, so the
-≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves one notebook of one
-student and is never reused.
+≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves
+one notebook of one student and is never reused.
 """
 import argparse
 import contextlib

@@ -89,11 +89,11 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     read) names the students in the gradebook and adds a ``missing`` row for each lesson a
     student on it did not submit. Hand grades given in formgrader are kept, and counted.
     Refuses to grade without the sandbox unless ``use_sandbox`` is False, and without
-    whole-submission limits (cgroups.py) unless ``use_limits`` is False. ``on_isolation``
-    and ``on_limits`` hear which isolation and limits are in force before any work starts; ``progress`` gets one line
-    per submission graded. Ctrl-C stops the run: what was graded is kept and written, and
-    the outcome says how many were not graded. ``shard`` grades only its part of the class
-    (its students, roster included; shard.py).
+    whole-submission limits (cgroups.py) unless ``use_limits`` is False. ``on_isolation`` and
+    ``on_limits`` hear which isolation and limits are in force before any work starts;
+    ``progress`` gets one line per submission graded. Ctrl-C stops the run: what was graded is
+    kept and written, and the outcome says how many were not graded. ``shard`` grades only its
+    part of the class (its students, roster included; shard.py).
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")

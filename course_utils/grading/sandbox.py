@@ -156,15 +156,7 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
         argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     for name in unset_env:
         argv += ["--unsetenv", name]
-    for folder in SYSTEM_FOLDERS:
-        if os.path.islink(folder):
-            argv += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            argv += ["--ro-bind", folder, folder]
-    argv += _etc_argv()
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    for device in sorted(Path("/dev").glob("nvidia*")):  # CUDA needs its device files
-        argv += ["--dev-bind", str(device), str(device)]
+    argv += _system_argv()
     size = str(TMPFS_MB * 2**20)
     # Writable by anyone, sticky, as on the host: the kernel runs as an unprivileged user.
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp",
@@ -181,10 +173,7 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
     for folder in readable:
         argv += ["--ro-bind", str(folder), str(folder)]
     roots = _visible_roots(confinement)
-    for secret in SECRET_PATHS:
-        if _inside(Path(secret), roots):
-            argv += _cover(Path(secret))
-    for path in confinement.hidden:
+    for path in [*map(Path, SECRET_PATHS), *confinement.hidden]:
         if _inside(Path(path), roots):
             argv += _cover(Path(path))
     argv += _open_parents([confinement.scratch, *confinement.writable], made)
@@ -210,6 +199,21 @@ def _open_parents(folders: Sequence[Path], made: set[Path]) -> list[str]:
                 continue
             made.add(parent)
             argv += ["--perms", "0755", "--dir", str(parent)]
+    return argv
+
+
+def _system_argv() -> list[str]:
+    """The system folders (read-only), the synthesised /etc, a fresh /proc and /dev."""
+    argv: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    argv += _etc_argv()
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for device in sorted(Path("/dev").glob("nvidia*")):  # CUDA needs its device files
+        argv += ["--dev-bind", str(device), str(device)]
     return argv
 
 
@@ -278,7 +282,8 @@ def detect() -> Isolation:
     if bwrap is None:
         return Isolation(False, "none: bubblewrap (bwrap) is not installed",
                          problem=f"bwrap was not found on PATH; {INSTALL_HINT}")
-    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True,
+                             text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="course-sandbox-probe-") as scratch:
         probe = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"],
                            Confinement(Path(scratch)), bwrap=bwrap)

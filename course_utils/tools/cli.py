@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .grading.cgroups import LimitsUnavailable
-from .grading.sandbox import SandboxUnavailable
+from ..grading.cgroups import LimitsUnavailable
+from ..grading.sandbox import SandboxUnavailable
 
 
 def _doctor(args) -> int:
@@ -16,7 +16,7 @@ def _doctor(args) -> int:
 
 
 def _release(args) -> int:
-    from .paths import course_root
+    from ..paths import course_root
     from .release import release
 
     root = course_root()
@@ -52,21 +52,21 @@ def _announce_limits(line: str, resources) -> None:
 
 
 def _grade(args) -> int:
-    from .grading.startup import skip_slow_optional_imports
+    from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
-    from .grading.records import Limits
-    from .grading.report import as_json, format_table
-    from .grading.roster import read_roster
-    from .grading.runner import grade
-    from .paths import course_root
+    from ..grading.records import Limits
+    from ..grading.report import as_json, format_table
+    from ..grading.roster import read_roster
+    from ..grading.runner import grade
+    from ..paths import course_root
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
                     total_output_bytes=args.max_total_output,
                     max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
                     max_open_files=args.max_open_files)
-    from .grading.shard import WHOLE, Shard
+    from ..grading.shard import WHOLE, Shard
 
     roster = read_roster(Path(args.roster)) if args.roster else None
     shard = Shard.parse(args.shard) if args.shard else WHOLE
@@ -106,10 +106,10 @@ def _grade(args) -> int:
 
 def _gradebook(args) -> int:
     """Create (or bring up to date) the gradebook formgrader opens, before any grading."""
-    from .grading import gradebook
-    from .grading.roster import read_roster
-    from .grading.structure import load_lesson
-    from .paths import check_lessons, course_root
+    from ..grading import gradebook
+    from ..grading.roster import read_roster
+    from ..grading.structure import load_lesson
+    from ..paths import check_lessons, course_root
 
     root = course_root()
     db_url = gradebook.database_url(
