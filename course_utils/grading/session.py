@@ -142,6 +142,7 @@ class KernelSession:
         self.client = None
         self._monitors: list = []
         self.total_output = 0  # bytes of output of every cell so far
+        self._refused = ""
         self.pid: int | None = None
         self._env = dict(recipe.env, HOME=str(self.home))
         self.waited = 0.0  # seconds added to its limits: time lost waiting for a core
@@ -230,11 +231,13 @@ class KernelSession:
         with contextlib.suppress(Exception):  # already dead is fine
             self.manager.shutdown_kernel(now=True)
         if self.group is not None:  # whatever escaped the process group (nothing should)
+            self._refused = self.refusals()  # read before the group goes
             self.group.remove()
+            self.group = None
 
     def refusals(self) -> str:
         """What its cgroup's limits refused (memory, processes), in words; '' if nothing."""
-        return self.group.counters().describe() if self.group is not None else ""
+        return self.group.counters().describe() if self.group is not None else self._refused
 
     def alive(self) -> bool:
         return self.manager.is_alive()
