@@ -262,3 +262,22 @@ def test_a_systemd_scope_carries_every_limit():
     for setting in ("MemoryMax=1024M", "MemorySwapMax=0", "TasksMax=64", "CPUWeight=100"):
         assert setting in scope
     assert argv[-3:] == ["bwrap", "--", "cmd"] and "--open-files" in argv and "128" in argv
+
+
+def test_without_cgroups_grading_refuses_unless_told(monkeypatch):
+    """Checks a machine with no cgroup backend refuses to grade, naming --unsafe-no-limits,
+    and grades without limits only when told (the flag, or COURSE_GRADE_UNSAFE_NO_LIMITS=1);
+    the variable never turns limits off where they can be set."""
+    from course_utils.grading.runner import resources_in_force
+
+    none = cgroups.ResourceControl(cgroups.Backend.NONE, "none", problem="no cgroups here")
+    monkeypatch.setattr(cgroups, "detect", lambda: none)
+    monkeypatch.delenv(cgroups.ENV_UNSAFE, raising=False)
+    with pytest.raises(cgroups.LimitsUnavailable, match="--unsafe-no-limits"):
+        resources_in_force(True)
+    assert not resources_in_force(False).enforced
+    monkeypatch.setenv(cgroups.ENV_UNSAFE, "1")
+    assert "no cgroups here" in resources_in_force(True).description
+    enforced = cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=("/x", "/y", "/z"))
+    monkeypatch.setattr(cgroups, "detect", lambda: enforced)
+    assert resources_in_force(True) is enforced

@@ -44,6 +44,7 @@ from pathlib import Path
 CGROUP_FS = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 ENV_SUBTREE = "COURSE_GRADE_CGROUP"
+ENV_UNSAFE = "COURSE_GRADE_UNSAFE_NO_LIMITS"  # "1": as --unsafe-no-limits where none can be set
 NO_LIMITS_HINT = (
     "run `course grade` as root on a machine with cgroups (v1 memory/pids/cpu hierarchies, "
     f"or cgroup v2), set {ENV_SUBTREE} to a delegated cgroup v2 folder, or make "
