@@ -281,3 +281,21 @@ def test_without_cgroups_grading_refuses_unless_told(monkeypatch):
     enforced = cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=("/x", "/y", "/z"))
     monkeypatch.setattr(cgroups, "detect", lambda: enforced)
     assert resources_in_force(True) is enforced
+
+
+def test_time_lost_counts_only_below_the_sandbox_share():
+    """Checks the fair-time rule on scheduler numbers (ns): a sandbox whose own threads queue
+    behind each other while it uses its share earns nothing; one that got less than its
+    share is owed the longest wait, up to what it lacked; one that slept is owed nothing."""
+    second = 10**9
+    # Eight spinners on a 1-core share for 10 s: 10 s of CPU in all, each waited 8.75 s.
+    spinner = {tid: (int(1.25 * second), int(8.75 * second)) for tid in range(8)}
+    assert cgroups.starved_seconds({}, spinner, 10.0, 1.0) == 0
+    # One thread that ran 4 s of 10 on a 1-core share, waiting 6 s: owed 6 s.
+    starved = {1: (4 * second, 6 * second)}
+    assert cgroups.starved_seconds({}, starved, 10.0, 1.0) == pytest.approx(6.0)
+    # Counted from the cell's start: waits before it are not owed.
+    assert cgroups.starved_seconds({1: (0, 5 * second)}, starved, 10.0, 1.0) \
+        == pytest.approx(1.0)
+    # A sleeper: no CPU, no wait.
+    assert cgroups.starved_seconds({}, {1: (0, 0)}, 10.0, 1.0) == 0

@@ -223,10 +223,25 @@ def synthetic_etc() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="course-sandbox-etc-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     folder.chmod(0o755)
-    for name, text in SYNTHETIC_ETC.items():
+    files = dict(SYNTHETIC_ETC)
+    uid, gid = os.getuid(), os.getgid()
+    if uid not in (0, UNPRIVILEGED):  # grading as a normal user: the kernel runs as that user
+        name = _own_name()
+        files["passwd"] += f"{name}:x:{uid}:{gid}:{name}:/nonexistent:/usr/sbin/nologin\n"
+        files["group"] += f"{name}:x:{gid}:\n"
+    for name, text in files.items():
         (folder / name).write_text(text)
         (folder / name).chmod(0o644)
     return folder
+
+
+def _own_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"user{os.getuid()}"
 
 
 def _etc_argv() -> list[str]:
