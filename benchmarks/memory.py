@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from course_utils import get_device, memory
+from course_utils import get_device, memory, timing
 
 
 def deep_mlp(width: int = 256, depth: int = 8, classes: int = 10) -> nn.Sequential:
@@ -56,23 +53,13 @@ def largest_segment_bytes(net: nn.Sequential, x: torch.Tensor, n_segments: int) 
     return largest
 
 
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="timed runs of each step")
     parser.add_argument("--batch", type=int, default=256, help="examples per batch")
     args = parser.parse_args()
     device = get_device()
-    print(f"{os.cpu_count()} cores, {cpu_model()}, {torch.get_num_threads()} torch threads; "
-          f"PyTorch {torch.__version__}; device {device}")
+    print(timing.describe_machine(device))
 
     torch.manual_seed(0)
     net = deep_mlp().to(device)

@@ -87,9 +87,31 @@ def time_fn_with_imported_clock(fn, device, warmup, repeats):
     return statistics.median(times)
 
 
+def time_fn_with_timeit_repeat(fn, device, warmup, repeats):
+    """Right: timeit.repeat, one call per repetition (timeit bound its clock at import)."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+
+    def once():
+        fn()
+        synchronize(device)
+    return statistics.median(timeit.repeat(once, repeat=repeats, number=1))
+
+
+def time_fn_with_a_timer(fn, device, warmup, repeats):
+    """Right: a timeit.Timer on time.perf_counter, and integer nanoseconds elsewhere."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    timer = timeit.Timer(lambda: (fn(), synchronize(device)), timer=time.perf_counter)
+    return statistics.median(timer.repeat(repeat=repeats, number=1))
+
+
 @pytest.mark.parametrize("answer", [time_fn, time_fn_with_accelerator_api,
                                     time_fn_with_vendor_apis, time_fn_syncing_everywhere,
-                                    time_fn_with_imported_clock],
+                                    time_fn_with_imported_clock, time_fn_with_timeit_repeat,
+                                    time_fn_with_a_timer],
                          ids=lambda f: f.__name__)
 def test_time_fn_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_time_fn, answer)

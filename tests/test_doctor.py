@@ -212,8 +212,7 @@ def test_missing_third_gpu_is_an_error(monkeypatch, capsys):
 
 def test_cuda_already_initialised_is_reported(monkeypatch):
     simulate_gpus(monkeypatch, [H100], initialized=True)
-    monkeypatch.setattr(doctor, "_start_method",
-                        lambda: {"method": "fork", "explicitly_set": False})
+    monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("fork", False))
     report = doctor.collect()
     assert report["torch"]["cuda_initialized"] is True
     assert any("Cannot re-initialize CUDA" in item for item in report["advice"])
@@ -325,8 +324,7 @@ def test_simulated_mac(monkeypatch):
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device("mps"))
     monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
-    monkeypatch.setattr(doctor, "_start_method",
-                        lambda: {"method": "spawn", "explicitly_set": False})
+    monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("spawn", False))
     report = doctor.collect()
     assert report["device"]["picked"] == "mps:0"  # as MPS tensors report their device
     assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]

@@ -141,7 +141,7 @@ def test_release_cached_memory_on_the_cpu_collects_garbage():
 def pretend_accelerator(monkeypatch, kind, api_raises=False):
     """torch answers as if this machine had accelerator ``kind``; returns the calls made."""
     calls = []
-    monkeypatch.setattr(memory, "_validate", lambda device, source: torch.device(device))
+    monkeypatch.setattr(memory, "checked_device", lambda device, source: torch.device(device))
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device(kind))
     monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
@@ -237,7 +237,8 @@ def test_budget_frees_what_is_no_longer_referenced():
 
 
 def test_budget_rejects_a_bad_limit():
-    with pytest.raises(ValueError, match="limit must be a whole number of bytes >= 0, got -1"):
+    with pytest.raises(ValueError, 
+                       match=r"limit \(bytes\) must be a whole number of at least 0, got -1"):
         memory.SimulatedBudget(-1)
 
 

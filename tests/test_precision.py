@@ -1,4 +1,4 @@
-"""course_utils.lab.precision: the policy, the step, the formats and the measurements (CPU paths)."""
+"""course_utils.lab.precision: the policy, the step, the formats, the measurements (CPU paths)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import data, precision
+from course_utils import data, memory, precision
 from course_utils.checks import machines
 from course_utils.probe import SimulatedMachine
 
@@ -195,25 +195,12 @@ def test_round_to_tf32_rejects_other_inputs(bad, error, message):
 
 # ------------------------------------------------------------------ measuring
 
-def test_saved_tensor_bytes_counts_what_autograd_keeps():
-    leaf = torch.randn(10, requires_grad=True)
-    assert precision.saved_tensor_bytes(lambda: torch.relu(leaf * 2)) == 10 * 4  # relu's output
-    layer, batch = nn.Linear(3, 2), torch.randn(100, 3)
-    kept = precision.saved_tensor_bytes(lambda: layer(batch[:4]), exclude=layer.parameters())
-    assert kept == 4 * 3 * 4  # the slice, not the whole batch; the weight is excluded
-
-
-def test_saved_tensor_bytes_halves_activations_under_autocast():
+def test_saved_activations_halve_under_autocast():
     model, batch = tiny_mlp(), torch.randn(2048, 64)
-    full = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
+    _, full = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        half = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
-    assert 0.4 < half / full < 0.6
-
-
-def test_saved_tensor_bytes_needs_a_function():
-    with pytest.raises(TypeError, match="needs a function to run, got Tensor"):
-        precision.saved_tensor_bytes(torch.ones(2))
+        _, half = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
+    assert 0.4 < half.activation_bytes / full.activation_bytes < 0.6
 
 
 def test_median_seconds_warms_up_then_times_each_call():
@@ -223,8 +210,8 @@ def test_median_seconds_warms_up_then_times_each_call():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"repeat": 0}, ValueError, "repeat must be a whole number >= 1, got 0"),
-    ({"warmup": 1.5}, ValueError, "warmup must be a whole number >= 0, got 1.5"),
+    ({"repeat": 0}, ValueError, "repeat must be a positive whole number, got 0"),
+    ({"warmup": 1.5}, ValueError, "warmup must be a whole number of at least 0, got 1.5"),
     ({"device": "tpu"}, ValueError, "'tpu', which is not a device name"),
 ])
 def test_median_seconds_rejects_bad_arguments(kwargs, error, message):

@@ -9,6 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..lab.args import is_real
+
 
 class Status(str, Enum):
     """What happened to a submitted notebook, worst first when a lesson has several."""
@@ -65,8 +67,7 @@ class Limits:
         for spec in dataclasses.fields(self):
             value = getattr(self, spec.name)
             allowed_zero = spec.metadata.get("zero_ok", False)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or value < 0 or (value == 0 and not allowed_zero):
+            if not is_real(value) or value < 0 or (value == 0 and not allowed_zero):
                 rule = "a number ≥ 0 (0: no cap)" if allowed_zero else "a number > 0"
                 raise ValueError(f"{spec.metadata['flag']} must be {rule} "
                                  f"({spec.metadata['unit']}), got {value!r}.")

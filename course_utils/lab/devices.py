@@ -104,7 +104,7 @@ def _suggestion(name: str) -> str:
     return f" Did you mean {suggested!r}{there}?"
 
 
-def _validate(requested: str | torch.device, source: str) -> torch.device:
+def checked_device(requested: str | torch.device, source: str) -> torch.device:
     """Turn a device request into a usable ``torch.device`` or raise ValueError.
 
     Names are case-insensitive ("CUDA" is "cuda"); a misspelt or colloquial name ("gpu")
@@ -151,10 +151,11 @@ def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
     from_env = os.environ.get(ENV_VAR, "").strip()
     if from_env:
         source = f"The environment variable {ENV_VAR}"
-        device = _computing(_validate(from_env, source), source)
+        device = _computing(checked_device(from_env, source), source)
         return DeviceChoice(device, f"{ENV_VAR}={from_env} is set")
     if prefer is not None:
-        device = _computing(_validate(prefer, "get_device(prefer=...)"), "get_device(prefer=...)")
+        source = "get_device(prefer=...)"
+        device = _computing(checked_device(prefer, source), source)
         return DeviceChoice(device, f"prefer={str(prefer)!r} was requested")
     accelerator = _accelerator_type()
     if accelerator is not None:

@@ -6,7 +6,7 @@
 * :func:`amp_step`: the course's device-agnostic mixed-precision training step;
 * :func:`number_formats` -> :class:`NumberFormat`: range and precision of each format, from
   ``torch.finfo``; :func:`round_to_tf32`: the rounding TF32 matmuls apply to their inputs;
-* :func:`saved_tensor_bytes`, :func:`median_seconds`, :func:`measure_training` ->
+* :func:`median_seconds`, :func:`measure_training` ->
   :class:`RunMeasurement`, :class:`Comparison`: speed, memory and accuracy, measured.
 
 Device logic (which device, how to wait for it) stays in :mod:`course_utils.lab.devices`.
@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .devices import _validate, get_device, synchronize
+from .args import positive_int, whole_number
+from .devices import checked_device, get_device, synchronize
+from .measure import SavedTensors
 
 __all__ = ["AmpPolicy", "Comparison", "NumberFormat", "RunMeasurement", "amp_policy", "amp_step",
-           "measure_training", "median_seconds", "number_formats", "round_to_tf32",
-           "saved_tensor_bytes"]
+           "measure_training", "median_seconds", "number_formats", "round_to_tf32"]
 
 REDUCED = (torch.float16, torch.bfloat16)
 
@@ -81,7 +82,7 @@ def amp_policy(device: str | torch.device | None = None, *, enabled: bool = True
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"amp_policy: enabled must be True or False, got {enabled!r}.")
-    device = get_device() if device is None else _validate(device, "amp_policy(device=...)")
+    device = get_device() if device is None else checked_device(device, "amp_policy(device=...)")
     kind = device.type
     if kind not in ("cpu", "cuda", "mps"):
         raise ValueError(f"amp_policy: no mixed-precision policy for device {str(device)!r}; "
@@ -175,30 +176,6 @@ def round_to_tf32(values: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------ measuring
 
-def saved_tensor_bytes(run: Callable[[], object], exclude: Iterable[torch.Tensor] = ()) -> int:
-    """Bytes of the tensors autograd saves for backward while ``run()`` runs.
-
-    Each tensor counts with its own size (a slice of a batch counts as the slice), and a tensor
-    saved twice counts once; tensors in ``exclude`` (the model's parameters, which exist
-    anyway) do not count. A copy autocast makes of a weight is new memory: it counts.
-    """
-    if not callable(run):
-        raise TypeError(f"saved_tensor_bytes needs a function to run, got "
-                         f"{type(run).__name__}.")
-    skip = {tensor.data_ptr() for tensor in exclude}
-    seen: dict[tuple[int, torch.dtype], int] = {}
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.data_ptr() not in skip:
-            key = (tensor.data_ptr(), tensor.dtype)
-            seen[key] = max(seen.get(key, 0), tensor.numel() * tensor.element_size())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        run()
-    return sum(seen.values())
-
-
 def median_seconds(run: Callable[[], object], device: str | torch.device, repeat: int = 5,
                    warmup: int = 1) -> float:
     """Median wall time of ``run()`` over ``repeat`` calls, waiting for ``device`` each time.
@@ -206,11 +183,9 @@ def median_seconds(run: Callable[[], object], device: str | torch.device, repeat
     GPU work is queued, not done, when a call returns: :func:`~course_utils.synchronize`
     before reading the clock makes the time the work's, not the queueing's.
     """
-    for name, value, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"median_seconds: {name} must be a whole number >= {least}, "
-                             f"got {value!r}.")
-    device = _validate(device, "median_seconds(device=...)")
+    positive_int(repeat, "repeat", "median_seconds")
+    whole_number(warmup, "warmup", "median_seconds")
+    device = checked_device(device, "median_seconds(device=...)")
     for _ in range(warmup):
         run()
     times = []
@@ -301,9 +276,7 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     if not isinstance(policy, AmpPolicy):
         raise TypeError(f"measure_training needs an AmpPolicy (from amp_policy()), got "
                          f"{type(policy).__name__}.")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"measure_training: epochs must be a positive whole number, "
-                         f"got {epochs!r}.")
+    positive_int(epochs, "epochs", "measure_training")
     device = torch.device(policy.device_type)
     torch.manual_seed(seed)
     model = make_model().to(device)
@@ -312,8 +285,11 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     loss_fn = torch.nn.CrossEntropyLoss()
 
     features, labels = next(iter(train_batches))
-    with policy.autocast():
-        saved = saved_tensor_bytes(lambda: loss_fn(model(features), labels), model.parameters())
+    # A copy: a view (TensorBatches' slices) would hold, and count, the whole data set.
+    batch = features.clone()
+    with policy.autocast(), SavedTensors(exclude=model.parameters()) as saved_tensors:
+        loss_fn(model(batch), labels)
+    saved = saved_tensors.bytes_saved
 
     _peak_memory(device, reset=True)
     times, loss, skipped = [], math.nan, 0

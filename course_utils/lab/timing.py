@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils import benchmark as torch_benchmark
 
-from .devices import _validate, get_device, synchronize
+from .args import is_whole, positive_int, seconds
+from .devices import checked_device, get_device, synchronize
 
 __all__ = [
     "MatmulPoint",
@@ -48,24 +49,13 @@ __all__ = [
 # ------------------------------------------------------------------ checks of arguments
 
 def _device(device, function: str) -> torch.device:
-    return get_device() if device is None else _validate(device, f"{function}(device=...)")
+    return get_device() if device is None else checked_device(device, f"{function}(device=...)")
 
 
 def _threads(threads, function: str) -> int:
     """None -> the threads PyTorch uses now; otherwise a positive whole number."""
-    if threads is None:
-        return torch.get_num_threads()
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{function}: threads must be a positive whole number or None (all of "
-                         f"PyTorch's threads), got {threads!r}.")
-    return threads
-
-
-def _min_run_time(seconds, function: str) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ValueError(f"{function}: min_run_time must be a positive number of seconds, got "
-                         f"{seconds!r}.")
-    return float(seconds)
+    threads = positive_int(threads, "threads", function, none_means="all of PyTorch's threads")
+    return torch.get_num_threads() if threads is None else threads
 
 
 # ------------------------------------------------------------------ one timing
@@ -126,7 +116,8 @@ def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
         raise TypeError(f"benchmark: fn must be a callable taking no arguments, got "
                         f"{type(fn).__name__}.")
     return _measure("fn()", {"fn": fn}, _device(device, "benchmark"), label,
-                    _threads(threads, "benchmark"), _min_run_time(min_run_time, "benchmark"))
+                    _threads(threads, "benchmark"),
+                    seconds(min_run_time, "min_run_time", "benchmark"))
 
 
 # ------------------------------------------------------------------ the matmul sweep
@@ -137,9 +128,7 @@ def matmul_flop(size: int) -> int:
     Each of the size**2 outputs is a dot product of length size: size multiplications and
     size additions (counted as size, as is usual).
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"matmul_flop: size must be a positive whole number, got {size!r}.")
-    return 2 * size**3
+    return 2 * positive_int(size, "size", "matmul_flop")**3
 
 
 @dataclass(frozen=True)
@@ -171,13 +160,13 @@ def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torc
     """
     device = _device(device, "matmul_sweep")
     threads = _threads(threads, "matmul_sweep")
-    min_run_time = _min_run_time(min_run_time, "matmul_sweep")
+    min_run_time = seconds(min_run_time, "min_run_time", "matmul_sweep")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"matmul_sweep: dtype must be a floating-point torch.dtype such as "
                          f"torch.float32, got {dtype!r}.")
     sizes = list(sizes) if isinstance(sizes, (list, tuple, range)) else sizes
     if not isinstance(sizes, list) or not sizes or any(
-            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+            not is_whole(n) or n < 1 for n in sizes):
         raise ValueError(f"matmul_sweep: sizes must be a non-empty list of positive whole "
                          f"numbers, got {sizes!r}.")
     generator = torch.Generator().manual_seed(0)
