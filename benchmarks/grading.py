@@ -6,8 +6,11 @@ Generates submissions of lessons 00 and 01 (half the instructor's solutions, hal
 releases) and grades the same files with:
 
 * ``nbgrader autograde`` (one command per lesson, as an instructor would run it);
-* ``course grade --jobs 1`` in the sandbox, and with ``--unsafe-no-sandbox`` (the sandbox's cost);
+* ``course grade --jobs 1`` in the sandbox, with ``--unsafe-no-sandbox`` (the sandbox's cost)
+  and with ``--unsafe-no-limits`` (the cost of a cgroup per sandbox);
 * ``course grade --jobs 2``.
+
+``--limits-only`` runs just ``--jobs 1`` with and without the cgroup limits.
 
 Every command runs in its own process, start-up included. Prints submissions per minute, the
 ratios the grading design promises (``--jobs 1`` at least 2x nbgrader; the sandbox costing at
@@ -95,10 +98,36 @@ def course_grade(root: Path, submissions: Path, out: Path, *flags: str) -> tuple
     return seconds, {(row.student, row.lesson): row.score for row in read_csv(out / "grades.csv")}
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _grade_all(root: Path, submissions: Path, folder: Path,
+               limits_only: bool) -> dict[str, tuple[float, Scores]]:
+    """Each tool's (seconds, scores) on the same submissions."""
+    runs = {"course grade --jobs 1": course_grade(root, submissions, folder / "j1", "--jobs", "1"),
+            "course grade --jobs 1 --unsafe-no-limits": course_grade(
+                root, submissions, folder / "j1l", "--jobs", "1", "--unsafe-no-limits")}
+    if limits_only:
+        return runs
+    return {"nbgrader autograde": nbgrader_autograde(root, submissions, folder), **runs,
+            "course grade --jobs 1 --unsafe-no-sandbox": course_grade(
+                root, submissions, folder / "j1u", "--jobs", "1", "--unsafe-no-sandbox"),
+            "course grade --jobs 2": course_grade(root, submissions, folder / "j2", "--jobs", "2")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-lesson", type=int, default=6, help="submissions per lesson")
+    parser.add_argument("--limits-only", action="store_true",
+                        help="only --jobs 1 with and without the cgroup limits")
     args = parser.parse_args()
     root = course_root()
     ensure_tools_on_path()  # nbgrader runs this environment's `alembic`
@@ -109,27 +138,25 @@ def main() -> None:
         submissions = folder / "submissions"
         total = make_submissions(root, submissions, args.per_lesson)
         print(f"{total} submissions of {', '.join(LESSONS)} (half solved, half blank)\n")
-        runs = {
-            "nbgrader autograde": nbgrader_autograde(root, submissions, folder),
-            "course grade --jobs 1": course_grade(root, submissions, folder / "j1", "--jobs", "1"),
-            "course grade --jobs 1 --unsafe-no-sandbox": course_grade(
-                root, submissions, folder / "j1u", "--jobs", "1", "--unsafe-no-sandbox"),
-            "course grade --jobs 2": course_grade(root, submissions, folder / "j2", "--jobs", "2"),
-        }
+        runs = _grade_all(root, submissions, folder, args.limits_only)
     rate = {name: total / seconds * 60 for name, (seconds, _) in runs.items()}
     width = max(map(len, runs))
     for name, (seconds, _) in runs.items():
         print(f"{name:<{width}}  {seconds:6.1f} s  {rate[name]:5.1f} submissions/minute")
-    per_core = rate["course grade --jobs 1"] / rate["nbgrader autograde"]
-    unsandboxed = rate["course grade --jobs 1 --unsafe-no-sandbox"]
-    sandbox_cost = 1 - rate["course grade --jobs 1"] / unsandboxed
-    print(f"\n--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
+    one = rate["course grade --jobs 1"]
+    limits_cost = 1 - one / rate["course grade --jobs 1 --unsafe-no-limits"]
+    print(f"\ncgroup limits' cost at --jobs 1: {limits_cost:+.1%} (goal: under 10 %)")
+    if args.limits_only:
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
+    per_core = one / rate["nbgrader autograde"]
+    sandbox_cost = 1 - one / rate["course grade --jobs 1 --unsafe-no-sandbox"]
+    print(f"--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
     print(f"sandbox cost at --jobs 1: {sandbox_cost:+.1%} (goal: at most 10 %)")
-    two_jobs = rate["course grade --jobs 2"] / rate["course grade --jobs 1"]
-    print(f"--jobs 2 / --jobs 1: {two_jobs:.2f}x")
+    print(f"--jobs 2 / --jobs 1: {rate['course grade --jobs 2'] / one:.2f}x")
     reference = runs["nbgrader autograde"][1]
     same = all(scores == reference for _, scores in runs.values())
-    print(f"same score for every submission from all four: {same}")
+    print(f"same score for every submission from all of them: {same}")
     if not same:
         for name, (_, scores) in runs.items():
             differing = {key: (scores.get(key), reference.get(key))

@@ -50,10 +50,18 @@ class Limits:
     memory_mb: int = field(default=4096, metadata={"flag": "--memory-mb", "unit": "MiB",
                                                    "zero_ok": True})  # 0: no cap
     output_bytes: int = field(default=1_000_000, metadata={"flag": "--max-output", "unit": "bytes"})
+    # All the outputs of one notebook: what its autograded copy and the worker hold of them.
+    total_output_bytes: int = field(default=10_000_000, metadata={"flag": "--max-total-output",
+                                                                  "unit": "bytes"})
     max_notebook_mb: float = field(default=50.0, metadata={"flag": "--max-notebook-mb",
                                                            "unit": "MiB"})
     startup_timeout: float = field(default=60.0, metadata={"flag": "startup_timeout", "unit": "s"})
     max_file_mb: int = field(default=64, metadata={"flag": "max_file_mb", "unit": "MiB"})
+    # Whole-sandbox limits (cgroups, see cgroups.py); memory_mb above caps the whole sandbox too.
+    max_processes: int = field(default=512, metadata={"flag": "--max-processes",
+                                                      "unit": "processes and threads"})
+    max_open_files: int = field(default=1024, metadata={"flag": "--max-open-files",
+                                                        "unit": "files per process"})
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any, TextIO
 
+from ..grading import cgroups as grading_cgroups
 from ..grading import sandbox as grading_sandbox
 
 #: Distribution name -> the label shown in the report.
@@ -111,6 +112,7 @@ class Report:
     multiprocessing: StartMethod
     cpu: CpuFacts
     grading_isolation: grading_sandbox.Isolation  # for instructors: what `course grade` uses
+    grading_limits: grading_cgroups.ResourceControl  # and the limits it sets per submission
     torch: TorchFacts | None = None
     device: DeviceFacts | None = None
     accelerators: list[Accelerator] = field(default_factory=list)
@@ -120,6 +122,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """The JSON form; without PyTorch, only the facts gathered without it."""
         facts = asdict(self)
+        facts["grading_limits"] = self.grading_limits.as_dict()  # with "enforced"
         if self.torch is None:
             for key in ("torch", "device", "accelerators", "no_accelerator_reason", "advice"):
                 del facts[key]
@@ -311,6 +314,7 @@ def examine() -> Report:
         "packages": {name: _version(name) for name in PACKAGES},
         "multiprocessing": start,
         "grading_isolation": grading_sandbox.detect(),
+        "grading_limits": grading_cgroups.detect(),
     }
     try:
         import torch
@@ -418,6 +422,10 @@ def format_report(report: Report) -> str:
     lines += ["", "Grading (instructors)", f"  isolation: {isolation.description}"]
     if not isolation.sandboxed:
         lines.append(f"  `course grade` needs it: {isolation.problem}")
+    resources = report.grading_limits
+    lines.append(f"  limits per submission: {resources.description}")
+    if not resources.enforced:
+        lines.append(f"  `course grade` needs them: {resources.problem}")
     lines += ["", "Verdict: " + ("ready." if report.ok else f"NOT ready: {report.error}")]
     return "\n".join(lines)
 
