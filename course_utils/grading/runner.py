@@ -83,6 +83,21 @@ def describe_limits(resources: cgroups.ResourceControl, limits: Limits, jobs: in
             f"an equal CPU share among {jobs} worker(s); student code runs {user}")
 
 
+@dataclass(frozen=True)
+class ClassToGrade:
+    """Stage 1's result: the lessons chosen and this run's part of the class, nothing opened."""
+
+    lessons: dict[str, Lesson]  # by name, in course order
+    found: list[Submission]  # this shard's submissions of the chosen lessons
+    not_there: list[Submission]  # a student of this shard with no folder for a lesson graded
+    names: dict[str, str]  # student id -> display name from the roster
+    roster: list[RosterStudent]
+
+    @property
+    def gradable(self) -> list[Submission]:
+        return [submission for submission in self.found if submission.gradable]
+
+
 def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
           db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
           seed: int | None = None, use_sandbox: bool = True, use_limits: bool = True,
@@ -105,90 +120,124 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     ``progress`` gets one line per submission graded. Ctrl-C stops the run: what was graded is
     kept and written, and the outcome says how many were not graded. ``shard`` grades only its
     part of the class (its students, roster included; shard.py).
+
+    The stages, in order: check the request; say what defends the machine; read the class;
+    grade it on the workers (the gradebook is set up meanwhile); write the tables.
     """
-    if jobs < 1:
-        raise ValueError(f"--jobs must be at least 1, got {jobs}.")
-    if not submissions.is_dir():
-        raise ValueError(f"Submissions folder {str(submissions)!r} does not exist or is not a "
-                         "folder; expected SUBMISSIONS/<student>/<lesson>/<notebook>.ipynb.")
-    chosen_names = check_lessons(root, lessons)
+    chosen_names = _check_request(root, submissions, lessons, jobs)
     db_url = gradebook.database_url(db_url or f"sqlite:///{(out / 'gradebook.db').resolve()}")
-    in_force = isolation_in_force(use_sandbox)
-    resources = resources_in_force(use_limits)
+    in_force, resources = isolation_in_force(use_sandbox), resources_in_force(use_limits)
     on_isolation(in_force)
-    limits = limits or Limits()
+    limits = _limits_in_force(limits or Limits(), resources)
     on_limits(describe_limits(resources, limits, jobs), resources)
-    if Path("/dev/nvidiactl").exists() and not resources.enforced:
-        # CUDA reserves more address space than any sensible cap: without cgroups, no cap.
-        limits = dataclasses.replace(limits, memory_mb=0)
     # The workers start now, and load while this process reads lessons and submissions.
     with WorkerPool(jobs) as pool:
         out.mkdir(parents=True, exist_ok=True)
-        chosen = {name: load_lesson(root, name) for name in chosen_names}
-        everyone = discover(submissions, chosen, limits.max_notebook_bytes)
-        found = [submission for submission in everyone if shard.holds(submission.student)]
-        gradable = [submission for submission in found if submission.gradable]
-        roster = roster or []
-        names = {student.id: student.display_name for student in roster}
-        students = [student for student in dict.fromkeys(
-            [*(student.id for student in roster), *student_folders(submissions)])
-            if shard.holds(student)]
-        # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
-        # nobody submitted is not in the table at all.
-        submitted_lessons = {s.lesson for s in everyone}  # in any shard
-        not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
-                                         if name in submitted_lessons}, students, found)
+        klass = read_class(root, submissions, chosen_names, shard, roster or [],
+                           limits.max_notebook_bytes)
         run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
         run_group = cgroups.Group(resources, scratch_root.name)
         if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
             run_group.create(None, cpu_tasks=4 * jobs)
-        recorder = _Recorder(db_url, out, len(found), progress)
+        recorder = _Recorder(db_url, out, len(klass.found), progress)
         try:
-            graded_lessons = [chosen[name] for name in dict.fromkeys(s.lesson for s in gradable)]
+            recipe = dataclasses.replace(
+                _kernel_recipe(root, out, submissions, scratch_root, db_url,
+                               _lessons_of(klass), limits, jobs, in_force),
+                control=resources, group=run_group.name,
+                cpu_share=max(1.0, (os.cpu_count() or 1) / jobs))
             config = WorkerConfig(
-                run_seed=run_seed, limits=limits,
-                recipe=dataclasses.replace(
-                    _kernel_recipe(root, out, submissions, scratch_root, db_url,
-                                   graded_lessons, limits, jobs, in_force),
-                    control=resources, group=run_group.name,
-                    cpu_share=max(1.0, (os.cpu_count() or 1) / jobs)),
-                scratch_root=scratch_root, autograded_dir=out / "autograded",
+                run_seed=run_seed, limits=limits, recipe=recipe, scratch_root=scratch_root,
+                autograded_dir=out / "autograded",
                 # Two spares per worker where there is a core for each worker's second one.
                 spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)
-
-            def set_up_gradebook() -> None:  # while the workers start their first kernels
-                recorder.open(list(chosen.values()), roster)
-                for submission in found:  # where formgrader counts them
-                    recorder.timestamps[(submission.student, submission.lesson)] = \
-                        submitted.keep(submissions, submission, out / "submitted")
-                for submission in found:
-                    if not submission.gradable:
-                        recorder(_unread(submission))
-
             with StopRequest() as stop:
-                pool.run(gradable, config, recorder, set_up_gradebook, stop)
+                pool.run(klass.gradable, config, recorder,
+                         lambda: _set_up_gradebook(recorder, klass, submissions, out), stop)
         finally:
             recorder.close()
             if resources.enforced:  # no survivor: whatever a submission left is killed here
                 run_group.remove()
             shutil.rmtree(scratch_root, ignore_errors=True)
-            rows = [Row.from_result(result, run_seed, names.get(result.student, ""))
-                    for result in recorder.results]
-            if len(recorder.results) == len(found):  # finished: list who submitted nothing
-                rows += [dataclasses.replace(  # nothing to score: exercise cells left blank
-                    Row.from_result(_unread(submission), run_seed,
-                                    names.get(submission.student, "")), exercises=())
-                    for submission in not_there]
-            lesson_order = {name: index for index, name in enumerate(chosen)}
-            rows.sort(key=lambda row: (row.student, lesson_order[row.lesson]))
-            columns = [item.grade_id for lesson in chosen.values()
-                       for notebook in lesson.notebooks for item in notebook.items]
-            write_csv(out / "grades.csv", rows, columns)
-            write_json(out / "grades.json", rows, run_seed)
-    return GradingOutcome(rows, in_force, len(found) - len(recorder.results), run_seed,
-                          len(not_there) if len(recorder.results) == len(found) else 0,
-                          resources)
+            rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
+    return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,
+                          listed_absent, resources)
+
+
+def _check_request(root: Path, submissions: Path, lessons: list[str] | None,
+                   jobs: int) -> list[str]:
+    """Stage 0: the lessons asked for, or ValueError naming what is wrong with the request."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}.")
+    if not submissions.is_dir():
+        raise ValueError(f"Submissions folder {str(submissions)!r} does not exist or is not a "
+                         "folder; expected SUBMISSIONS/<student>/<lesson>/<notebook>.ipynb.")
+    return check_lessons(root, lessons)
+
+
+def _limits_in_force(limits: Limits, resources: cgroups.ResourceControl) -> Limits:
+    if Path("/dev/nvidiactl").exists() and not resources.enforced:
+        # CUDA reserves more address space than any sensible cap: without cgroups, no cap.
+        return dataclasses.replace(limits, memory_mb=0)
+    return limits
+
+
+def read_class(root: Path, submissions: Path, lesson_names: list[str], shard: Shard,
+               roster: list[RosterStudent], max_notebook_bytes: int) -> ClassToGrade:
+    """Stage 1: the instructor's lessons, read once, and this shard's submissions, listed."""
+    chosen = {name: load_lesson(root, name) for name in lesson_names}
+    everyone = discover(submissions, chosen, max_notebook_bytes)
+    found = [submission for submission in everyone if shard.holds(submission.student)]
+    students = [student for student in dict.fromkeys(
+        [*(student.id for student in roster), *student_folders(submissions)])
+        if shard.holds(student)]
+    # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
+    # nobody submitted is not in the table at all.
+    submitted_lessons = {s.lesson for s in everyone}  # in any shard
+    not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
+                                     if name in submitted_lessons}, students, found)
+    return ClassToGrade(chosen, found, not_there,
+                        {student.id: student.display_name for student in roster}, roster)
+
+
+def _lessons_of(klass: ClassToGrade) -> list[Lesson]:
+    """The lessons that have something to grade (their kernels preload these lessons' imports)."""
+    return [klass.lessons[name] for name in dict.fromkeys(s.lesson for s in klass.gradable)]
+
+
+def _set_up_gradebook(recorder: _Recorder, klass: ClassToGrade, submissions: Path,
+                      out: Path) -> None:
+    """Stage 2, while the workers start their first kernels: lessons and students registered,
+    the submissions kept where formgrader counts them, and what cannot be read recorded."""
+    recorder.open(list(klass.lessons.values()), klass.roster)
+    for submission in klass.found:
+        recorder.timestamps[(submission.student, submission.lesson)] = \
+            submitted.keep(submissions, submission, out / "submitted")
+    for submission in klass.found:
+        if not submission.gradable:
+            recorder(_unread(submission))
+
+
+def write_tables(out: Path, klass: ClassToGrade, results: list[SubmissionResult],
+                 run_seed: int) -> tuple[list[Row], int]:
+    """Last stage: grades.csv and grades.json, a row per result (and, when the run finished,
+    per lesson a student submitted nothing for); returns the rows and how many are absences."""
+    rows = [Row.from_result(result, run_seed, klass.names.get(result.student, ""))
+            for result in results]
+    finished = len(results) == len(klass.found)
+    if finished:  # list who submitted nothing (nothing to score: exercise cells left blank)
+        rows += [dataclasses.replace(
+            Row.from_result(_unread(submission), run_seed,
+                            klass.names.get(submission.student, "")), exercises=())
+            for submission in klass.not_there]
+    lesson_order = {name: index for index, name in enumerate(klass.lessons)}
+    rows.sort(key=lambda row: (row.student, lesson_order[row.lesson]))
+    columns = [item.grade_id for lesson in klass.lessons.values()
+               for notebook in lesson.notebooks for item in notebook.items]
+    write_csv(out / "grades.csv", rows, columns)
+    write_json(out / "grades.json", rows, run_seed)
+    return rows, len(klass.not_there) if finished else 0
 
 
 class _Recorder:

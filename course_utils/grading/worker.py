@@ -21,7 +21,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from .session import (
     ProbeUnavailable,
 )
 from .startup import skip_slow_optional_imports
-from .structure import GradeItem, tampering
+from .structure import GradeItem, LessonNotebook, tampering
 from .testcells import CheckCall
 
 
@@ -218,10 +218,34 @@ class KernelSupply:
 
 
 # ---------------------------------------------------------------------- grading
+@dataclass
+class CellsRun:
+    """What running a notebook's cells in one kernel gave: verdicts, outputs and how it ended."""
+
+    decided: dict[str, ItemResult] = field(default_factory=dict)  # by grade_id
+    outputs: dict[int, list] = field(default_factory=dict)  # by cell index
+    cell: int | None = None  # the cell being run
+    status: Status = Status.GRADED
+    stopped: str = ""  # why the run ended early, with the cell
+    refused: str = ""  # what the kernel's cgroup refused (memory, processes)
+
+    def end(self, status: Status, why: str) -> None:
+        self.status = status
+        self.stopped = why if self.cell is None else f"{why} (in cell {self.cell})"
+
+
+ENDINGS = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
+           KernelDied: Status.KERNEL_DIED}
+
+
 def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
                    notebook: SubmittedNotebook, deadline: float, report: Report,
                    job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
-    """Grade one submitted notebook; never raises for the student's faults."""
+    """Grade one submitted notebook; never raises for the student's faults.
+
+    The stages: read the file; find graded cells that were changed; run the cells, checking
+    each autograded item in the kernel; decide every item's verdict; write the autograded copy.
+    """
     spec = notebook.spec
     if notebook.path is None:
         return unread(notebook)
@@ -229,49 +253,46 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
         nb = read_notebook(notebook.path, config.limits.max_notebook_bytes)
     except InvalidSubmission as error:
         return not_graded(notebook, Status.INVALID, str(error), f"not graded: {error}")
-
     problems = tampering(nb, spec.items)
-    by_id = {item.grade_id: item for item in spec.items}
-    decided: dict[str, ItemResult] = {}
-    outputs: dict[int, list] = {}
-    stopped, status, index = "", Status.GRADED, None
-    session = kernels.take(submission.lesson)
+    session, run = kernels.take(submission.lesson), CellsRun()
     try:
         session.begin(deadline)
         kernels.top_up(list(upcoming))  # they start while this notebook runs
-        for index, cell in enumerate(nb.cells):
-            item = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-            if item is not None and item.grade_id in problems:
-                continue  # a changed graded cell is neither run nor credited
-            if item is not None and item.auto:
-                if item.grade_id not in decided:
-                    report(CellStarted(job_id, spec.name, index))
-                    decided[item.grade_id] = _check_item(session, config, submission, item)
-                    report(ItemDecided(job_id, spec.name, decided[item.grade_id]))
-                continue
-            if cell.cell_type != "code" or not cell.source.strip():
-                continue
-            report(CellStarted(job_id, spec.name, index))
-            outputs[index] = session.run_cell(cell.source).outputs
+        _run_cells(session, config, submission, spec, nb, problems, run, report, job_id)
     except (CellTimeout, OutputLimit, KernelDied) as error:
-        status = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
-                  KernelDied: Status.KERNEL_DIED}[type(error)]
-        stopped = f"{error} (in cell {index})" if index is not None else str(error)
+        run.end(ENDINGS[type(error)], str(error))  # what was decided before is kept
     except Exception as error:  # noqa: BLE001 - a grader bug costs this notebook only
-        status = Status.ERROR
-        stopped = f"the grader failed: {error!r}" + (f" (in cell {index})" if index is not None
-                                                     else "")
+        run.end(Status.ERROR, f"the grader failed: {error!r}")
     finally:
-        refused = session.refusals()  # what its cgroup refused: memory, processes
+        run.refused = session.refusals()
         kernels.discard(session)
-
-    status, reason = _outcome(status, [stopped, refused], problems, notebook.note)
+    status, reason = _outcome(run.status, [run.stopped, run.refused], problems, notebook.note)
     result = NotebookResult(spec.name, status, reason,
-                            final_verdicts(spec.items, decided, problems, stopped))
+                            final_verdicts(spec.items, run.decided, problems, run.stopped))
     if config.autograded_dir is not None:
         target = config.autograded_dir / submission.student / submission.lesson / spec.filename
-        write_autograded(target, nb, spec, result, outputs)
+        write_autograded(target, nb, spec, result, run.outputs)
     return result
+
+
+def _run_cells(session: KernelSession, config: WorkerConfig, submission: Submission,
+               spec: LessonNotebook, nb, problems: dict[str, str], run: CellsRun,
+               report: Report, job_id: int) -> None:
+    """Run the notebook's code cells in order; at each autograded cell, check its item instead."""
+    by_id = {item.grade_id: item for item in spec.items}
+    for run.cell, cell in enumerate(nb.cells):
+        item = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+        if item is not None and item.grade_id in problems:
+            continue  # a changed graded cell is neither run nor credited
+        if item is not None and item.auto:
+            if item.grade_id not in run.decided:
+                report(CellStarted(job_id, spec.name, run.cell))
+                run.decided[item.grade_id] = _check_item(session, config, submission, item)
+                report(ItemDecided(job_id, spec.name, run.decided[item.grade_id]))
+            continue
+        if cell.cell_type == "code" and cell.source.strip():
+            report(CellStarted(job_id, spec.name, run.cell))
+            run.outputs[run.cell] = session.run_cell(cell.source).outputs
 
 
 def _outcome(status: Status, reasons: list[str], problems: dict[str, str],
