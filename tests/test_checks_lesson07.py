@@ -207,7 +207,7 @@ ALWAYS_GLOO = ('        backend = "nccl"', '        backend = "gloo"')
 GPU_ZERO = ('device = torch.device("cuda", local_rank)\n        torch.cuda.set_device(device)',
             'device = torch.device("cuda")')
 RIGHT_ALTERNATIVE = changed(  # torch picks the backend; device_id; save the inner model
-    ('    dist.init_process_group(backend)',
+    ('    dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)',
      '    dist.init_process_group(device_id=device if device.type == "cuda" else None)'),
     ("torch.save(ddp_model.module.state_dict()", "torch.save(model.state_dict()"),
     ('device_ids=[local_rank] if device.type == "cuda" else None',
@@ -334,8 +334,8 @@ def test_gpu_set_up_mistakes_show_on_the_simulated_node(script, edit, hint):
 
 
 def test_the_stub_is_not_implemented_and_launches_nothing(script, launches):
-    stub = changed(('    dist.init_process_group(backend)\n',
-                    '    raise NotImplementedError()\n'))
+    init = '    dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)\n'
+    stub = changed((init, '    raise NotImplementedError()\n'))
     before = len(launches.runs)
     message = failure(checks.check_ddp_script, script(stub))
     assert "your script is not implemented yet" in message
