@@ -74,3 +74,17 @@ lock:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# ---- Verifying the course on a GPU machine (docs/gpu-check.md) ----
+# gpu-wheels, on a networked machine: the wheels the check installs beside the GPU machine's own
+# PyTorch, for its Python (3.12 on the H100 machines the course is verified on).
+# gpu-check, on the GPU machine (no network needed): GPU_PYTHON is the Python holding its PyTorch.
+GPU_WHEELS ?= wheels
+GPU_PYTHON ?= python3
+GPU_PYTHON_VERSION ?= 3.12
+.PHONY: gpu-wheels gpu-check
+gpu-wheels:
+	$(PYTHON) scripts/gpu_check.py wheels --dest $(GPU_WHEELS) --python-version $(GPU_PYTHON_VERSION)
+
+gpu-check:
+	$(GPU_PYTHON) scripts/gpu_check.py check --wheels $(GPU_WHEELS)
