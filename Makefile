@@ -75,6 +75,26 @@ lock:
 clean-venv:
 	rm -rf $(VENV)
 
+# ---- The build every Linux learner without a GPU installs (docs/pytorch-versions.md) ----
+# PyPI's torch wheel for Linux is the CUDA build; on a machine with no NVIDIA driver it must work
+# as well as the CPU-only build. A pip configuration may prefer a CPU-only wheel of the same
+# version (find-links, another index): this venv asks PyPI alone, then checks what it got.
+CUDA_VENV := .venv-cuda
+PYPI_INDEX ?= https://pypi.org/simple
+.PHONY: test-cuda-build
+$(CUDA_VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null $(CUDA_VENV)/bin/python -m pip install \
+		--quiet --disable-pip-version-check --index-url $(PYPI_INDEX) torch==$(TORCH_VERSION)
+	$(CUDA_VENV)/bin/python -c "import torch, sys; sys.exit(None if torch.version.cuda else \
+		f'expected PyPI CUDA build of torch, got {torch.__version__} (CPU-only)')"
+	$(CUDA_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
+	$(CUDA_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
+	@touch $@
+
+test-cuda-build: $(CUDA_VENV)/.installed
+	$(CUDA_VENV)/bin/python -m pytest $(PYTEST_FLAGS)
+
 # ---- Verifying the course on a GPU machine (docs/gpu-check.md) ----
 # gpu-wheels, on a networked machine: the wheels the check installs beside the GPU machine's own
 # PyTorch, for its Python (3.12 on the H100 machines the course is verified on).

@@ -42,6 +42,14 @@ def test_cpu_job_runs_on_every_change_on_a_hosted_runner(workflow):
     assert any("bash .ci/run" in step.get("run", "") for step in cpu["steps"])
 
 
+def test_the_cuda_build_runs_on_a_hosted_runner_without_a_driver(workflow):
+    """Checks a job runs the suite on PyPI's CUDA build of torch, on GitHub's own runner."""
+    job = workflow["jobs"]["cuda-build-no-driver"]
+    assert job["runs-on"] == "ubuntu-latest" and "if" not in job
+    commands = [step.get("run") for step in job["steps"]]
+    assert "CI_MAKE_TARGET=test-cuda-build bash .ci/run" in commands
+
+
 def test_gpu_job_runs_only_trusted_code(workflow):
     """Checks self-hosted jobs run only for the default branch, by hand, or same-repo PRs."""
     self_hosted = {name: job for name, job in workflow["jobs"].items()

@@ -183,7 +183,7 @@ def _cover(path: Path) -> list[str]:
 
 
 def limited_argv(command: Sequence[str], *, memory_mb: int, max_file_mb: int) -> list[str]:
-    """``command`` run under rlimits (address space, file size, no core dumps)."""
+    """``command`` run under rlimits (data memory, file size, no core dumps)."""
     launcher = Path(__file__).with_name("limited.py")
     return [sys.executable, "-I", "-S", str(launcher), "--memory-mb", str(memory_mb),
             "--max-file-mb", str(max_file_mb), "--", *command]
@@ -234,7 +234,7 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
         hidden: Sequence[Path] = ()) -> SandboxedRun:
     """Run ``command`` sandboxed in ``scratch``; kill it and all it started after ``timeout`` s.
 
-    Each process it starts is capped at ``memory_mb`` of address space (0: no cap) and files
+    Each process it starts is capped at ``memory_mb`` of data memory (0: no cap) and files
     of ``max_file_mb``; only the first ``output_bytes`` of stdout and of stderr are kept.
     ``env`` defaults to :func:`default_env`. Raises SandboxUnavailable where bwrap is missing.
     Example (two DDP ranks on the CPU)::
