@@ -42,6 +42,31 @@ def _version(distribution: str) -> str:
         return NOT_INSTALLED
 
 
+def tested_torch_range() -> str | None:
+    """The PyTorch versions the course is tested with, as its package declares: '<2.16,>=2.11'."""
+    try:
+        requirements = metadata.requires("gpu-course") or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+    from packaging.requirements import Requirement
+
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.name == "torch":
+            return str(requirement.specifier) or None
+    return None
+
+
+def torch_outside_tested_range(version: str, tested: str | None) -> bool:
+    """True when ``version`` (local labels such as '+cu130' ignored) is outside ``tested``."""
+    if not tested:
+        return False
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    return Version(version).public not in SpecifierSet(tested)
+
+
 def _start_method() -> dict[str, Any]:
     """The multiprocessing start method, read without fixing it as a side effect."""
     chosen = multiprocessing.get_start_method(allow_none=True)
@@ -251,6 +276,9 @@ def collect() -> dict[str, Any]:
         "mps_built": bool(torch.backends.mps.is_built()),
         "cuda_initialized": cuda_initialized,
     }
+    tested = tested_torch_range()
+    report["torch"]["tested_range"] = tested
+    report["torch"]["outside_tested_range"] = torch_outside_tested_range(torch.__version__, tested)
     report["cpu"]["torch_threads"] = torch.get_num_threads()
 
     try:
@@ -284,11 +312,9 @@ def _format_accelerator(entry: dict[str, Any]) -> str:
     return "  " + "  ".join(parts)
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """The report as short, readable text."""
-    lines = ["course doctor: is this environment ready for the course?", "", "Software"]
+def _software_lines(report: dict[str, Any]) -> list[str]:
     python = report["python"]
-    lines.append(f"  {'Python':<12} {python['version']}  ({python['executable']})")
+    lines = [f"  {'Python':<12} {python['version']}  ({python['executable']})"]
     torch_facts = report.get("torch")
     for name, label in PACKAGES.items():
         version = report["packages"][name]
@@ -298,7 +324,18 @@ def format_report(report: dict[str, Any]) -> str:
                      else "CPU-only build" if not torch_facts["mps_built"] else "MPS build")
             version = f"{torch_facts['version']}  ({build})"
         lines.append(f"  {label:<12} {version}")
+        if name == "torch" and torch_facts and torch_facts.get("outside_tested_range"):
+            lines.append(f"  {'':<12} outside the versions this course is tested with "
+                         f"(torch{torch_facts['tested_range']}): lessons may warn or fail; "
+                         f"`make install` gives the tested one")
+    return lines
 
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as short, readable text."""
+    lines = ["course doctor: is this environment ready for the course?", "", "Software"]
+    lines += _software_lines(report)
+    torch_facts = report.get("torch")
     if torch_facts:
         device = report["device"]
         lines += ["", "Device"]
