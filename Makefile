@@ -95,6 +95,32 @@ $(CUDA_VENV)/.installed: pyproject.toml requirements.lock
 test-cuda-build: $(CUDA_VENV)/.installed
 	$(CUDA_VENV)/bin/python -m pytest $(PYTEST_FLAGS)
 
+# ---- The tested PyTorch range (pyproject.toml: torch>=2.11,<2.16; docs/pytorch-versions.md) ----
+# `make test` covers the locked version; this covers the oldest supported and the newest release:
+# for each, a venv with that torch (from VERSIONS_INDEX alone) and the locked rest, then the unit
+# tests (warnings are errors, pyproject.toml) and every lesson, which must write no warning or
+# error to stderr. One version: make test-torch TORCH=2.11.0.
+TESTED_TORCH ?= 2.11.0 2.15.0
+VERSIONS_INDEX ?= $(PYPI_INDEX)
+VERSIONS_TESTS ?= tests -m "not slow and not browser"
+.PHONY: test-versions test-torch
+test-versions:
+	@for version in $(TESTED_TORCH); do $(MAKE) --no-print-directory test-torch TORCH=$$version || exit 1; done
+
+test-torch:
+	@test -n "$(TORCH)" || { echo "make test-torch TORCH=<version>, e.g. TORCH=2.11.0"; exit 2; }
+	test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install \
+		--quiet --disable-pip-version-check --index-url $(VERSIONS_INDEX) torch==$(TORCH)
+	grep -v '^torch==' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
+	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--constraint .venv-torch-$(TORCH)/constraints.txt --editable '.[test,postgres]'
+	.venv-torch-$(TORCH)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
+	.venv-torch-$(TORCH)/bin/python -c "import torch, sys; v = torch.__version__.split('+')[0]; \
+		sys.exit(None if v == '$(TORCH)' else f'asked for torch $(TORCH), got {v}')"
+	.venv-torch-$(TORCH)/bin/python -m pytest $(PYTEST_FLAGS) $(VERSIONS_TESTS)
+	.venv-torch-$(TORCH)/bin/python scripts/gpu_check.py notebooks
+
 # ---- Verifying the course on a GPU machine (docs/gpu-check.md) ----
 # gpu-wheels, on a networked machine: the wheels the check installs beside the GPU machine's own
 # PyTorch, for its Python (3.12 on the H100 machines the course is verified on).

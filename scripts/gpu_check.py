@@ -186,7 +186,7 @@ def header_text(machine: Machine) -> str:
             f"* date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
 
 
-def execute(source: Path, target: Path, header: str) -> None:
+def execute(source: Path, target: Path | None, header: str) -> None:
     """Run one notebook with nbclient in this environment's kernel; save it with its outputs."""
     import nbclient
     import nbformat
@@ -198,10 +198,41 @@ def execute(source: Path, target: Path, header: str) -> None:
     try:
         client.execute()
     finally:
-        cell = nbformat.v4.new_markdown_cell(header, metadata={"reference_run": True})
-        notebook.cells.insert(0, cell)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook, target)
+        if target is not None:
+            cell = nbformat.v4.new_markdown_cell(header, metadata={"reference_run": True})
+            notebook.cells.insert(0, cell)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, target)
+    noise = unmeant_stderr(notebook)
+    if noise:
+        raise SystemExit(f"{source.name}: a cell wrote a warning or error to stderr:\n{noise}")
+
+
+def unmeant_stderr(notebook) -> str:
+    """stderr lines that are warnings or errors (e.g. 'gpuGetDeviceCount failed'), if any."""
+    lines = [line for cell in notebook.cells if cell.cell_type == "code"
+             for output in cell.get("outputs", [])
+             if output.get("output_type") == "stream" and output.get("name") == "stderr"
+             for line in output.get("text", "").splitlines()
+             if re.search(r"Warning\b|\bERROR\b|\berror\b|Traceback", line)]
+    return "\n".join(lines[:20])
+
+
+def run_on_this_device(python: Path) -> int:
+    """Every solutions/ notebook on this machine's device; exit 1 on a failure or stderr noise."""
+    failed = []
+    for notebook in sorted(ROOT.glob("solutions/*/*.ipynb")):
+        result = subprocess.run([str(python), __file__, "execute", str(notebook), "-",
+                                 "--header", ""], check=False, cwd=notebook.parent,
+                                capture_output=True, text=True)
+        print(f"  {notebook.parent.name:<22} "
+              f"{'passed' if result.returncode == 0 else 'FAILED'}", flush=True)
+        if result.returncode:
+            failed.append(notebook.parent.name)
+            print(result.stderr[-3000:])
+    total = len(list(ROOT.glob("solutions/*/*.ipynb")))
+    print(f"notebooks: {total - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
 
 
 def run_benchmarks(python: Path) -> bool:
@@ -244,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", type=Path, default=ROOT / "docs" / "reference-runs")
     run.add_argument("--machine-python", default=sys.executable,
                      help="the Python that holds the machine's PyTorch (default: this one)")
+    commands.add_parser("notebooks", help="every lesson on this machine's device, no output "
+                        "kept; fails on an error or a warning on stderr (make test-versions)")
     one = commands.add_parser("execute", help=argparse.SUPPRESS)
     one.add_argument("source", type=Path)
     one.add_argument("target", type=Path)
@@ -253,8 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         download_wheels(args.dest.resolve(), args.python_version)
         return 0
     if args.command == "execute":
-        execute(args.source, args.target, args.header)
+        execute(args.source, None if str(args.target) == "-" else args.target, args.header)
         return 0
+    if args.command == "notebooks":
+        return run_on_this_device(Path(sys.executable))
     return check(args.wheels.resolve(), args.env.resolve(), args.out.resolve(),
                  args.machine_python)
 

@@ -50,6 +50,25 @@ def test_the_cuda_build_runs_on_a_hosted_runner_without_a_driver(workflow):
     assert "CI_MAKE_TARGET=test-cuda-build bash .ci/run" in commands
 
 
+def test_the_version_matrix_is_the_declared_range(workflow):
+    """Checks CI tests the ends of pyproject's torch range, and make test the locked one."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = next(Requirement(line).specifier for line in project["dependencies"]
+                    if Requirement(line).name == "torch")
+    matrix = workflow["jobs"]["torch-versions"]["strategy"]["matrix"]["torch"]
+    locked = re.search(r"^torch==(\S+)$", (ROOT / "requirements.lock").read_text(), re.MULTILINE)[1]
+    tested = sorted([*matrix, locked], key=lambda v: tuple(map(int, v.split("."))))
+    assert all(version in declared for version in tested), (tested, str(declared))
+    oldest, newest = tested[0], tested[-1]
+    assert str(declared) == f"<{int(newest.split('.')[0])}.{int(newest.split('.')[1]) + 1}," \
+                            f">={'.'.join(oldest.split('.')[:2])}", "declare what is tested"
+    assert "make test-torch TORCH=${{ matrix.torch }}" in \
+        workflow["jobs"]["torch-versions"]["steps"][-1]["run"]
+
+
 def test_gpu_job_runs_only_trusted_code(workflow):
     """Checks self-hosted jobs run only for the default branch, by hand, or same-repo PRs."""
     self_hosted = {name: job for name, job in workflow["jobs"].items()
