@@ -211,7 +211,8 @@ def test_a_folder_under_tmp_stays_readable_and_tmp_private(grading_sandbox, scra
                 return "ok"
             except OSError as error:
                 return f"OSError:{{error.errno}}"
-        print(open({str(course / 'lesson.txt')!r}).read(), os.path.exists({str(tmp_path / 'beside.txt')!r}),
+        print(open({str(course / 'lesson.txt')!r}).read(),
+              os.path.exists({str(tmp_path / 'beside.txt')!r}),
               write({str(course / 'new.txt')!r}), write({str(tmp_path / 'beside-new.txt')!r}),
               write("/tmp/mine.txt"))
     """)

@@ -1,4 +1,4 @@
-"""course_utils.lab.timing on the CPU (and on a CUDA GPU where there is one), bad inputs included."""
+"""course_utils.lab.timing on the CPU (and on a CUDA GPU where there is one), bad inputs too."""
 from __future__ import annotations
 
 import os

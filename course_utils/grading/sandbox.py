@@ -108,6 +108,17 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
+def _system_mounts() -> list[str]:
+    """The system folders, read-only (a symbolic link such as /lib -> usr/lib kept as one)."""
+    argv: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    return argv
+
+
 def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str = "bwrap",
                unset_env: Sequence[str] = ("JPY_PARENT_PID",)) -> list[str]:
     """The bwrap command line that runs ``command`` confined.
@@ -125,11 +136,7 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
             "--cap-drop", "ALL"]
     for name in unset_env:
         argv += ["--unsetenv", name]
-    for folder in SYSTEM_FOLDERS:
-        if os.path.islink(folder):
-            argv += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            argv += ["--ro-bind", folder, folder]
+    argv += _system_mounts()
     argv += ["--proc", "/proc", "--dev", "/dev"]
     for device in sorted(Path("/dev").glob("nvidia*")):  # CUDA needs its device files
         argv += ["--dev-bind", str(device), str(device)]
@@ -196,7 +203,8 @@ def detect() -> Isolation:
     if bwrap is None:
         return Isolation(False, "none: bubblewrap (bwrap) is not installed",
                          problem=f"bwrap was not found on PATH; {INSTALL_HINT}")
-    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    version = subprocess.run([bwrap, "--version"], check=False, capture_output=True,
+                             text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="course-sandbox-probe-") as scratch:
         probe = bwrap_argv([sys.executable, "-I", "-S", "-c", "pass"],
                            Confinement(Path(scratch)), bwrap=bwrap)
