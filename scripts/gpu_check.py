@@ -209,12 +209,16 @@ def execute(source: Path, target: Path | None, header: str) -> None:
 
 
 def unmeant_stderr(notebook) -> str:
-    """stderr lines that are warnings or errors (e.g. 'gpuGetDeviceCount failed'), if any."""
+    """stderr lines that are warnings or logged errors ('ERROR ... gpuGetDeviceCount failed').
+
+    A traceback on stderr can be the lesson's point (lesson 04's spawned worker), so only
+    'SomethingWarning: ' and an upper-case ERROR count.
+    """
     lines = [line for cell in notebook.cells if cell.cell_type == "code"
              for output in cell.get("outputs", [])
              if output.get("output_type") == "stream" and output.get("name") == "stderr"
              for line in output.get("text", "").splitlines()
-             if re.search(r"Warning\b|\bERROR\b|\berror\b|Traceback", line)]
+             if re.search(r"\w*Warning: |\bERROR\b", line)]
     return "\n".join(lines[:20])
 
 

@@ -10,6 +10,7 @@ or replace torch fails the run. Without a GPU, every GPU part must say so and th
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -20,7 +21,6 @@ import torch
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.slow
 SCRIPT = ROOT / "scripts" / "gpu_check.py"
 
 
@@ -68,6 +68,7 @@ def machine(tmp_path_factory) -> dict:
             "after": fingerprint(torch_dir), "env_torch": env_torch, "runs": root / "runs"}
 
 
+@pytest.mark.slow
 def test_wheels_folder_holds_no_torch(machine):
     """Checks the prepared wheels leave PyTorch to the machine (no torch, no CUDA libraries)."""
     names = [path.name for path in machine["wheels"].glob("*.whl")]
@@ -75,6 +76,7 @@ def test_wheels_folder_holds_no_torch(machine):
     assert not [name for name in names if name.startswith(("torch-", "nvidia_", "triton-"))]
 
 
+@pytest.mark.slow
 def test_check_reports_no_gpu_and_exits_0(machine):
     """Checks the whole run ends with 'no GPU' for every GPU part and exit status 0."""
     result = machine["result"]
@@ -89,7 +91,34 @@ def test_check_reports_no_gpu_and_exits_0(machine):
     assert not machine["runs"].exists(), "no reference run without a GPU"
 
 
+@pytest.mark.slow
 def test_check_uses_the_machines_torch_in_place(machine):
     """Checks the check's environment imports the machine's own torch, left unchanged."""
     assert machine["env_torch"].startswith(str(machine["torch_dir"])), machine["env_torch"]
     assert machine["after"] == machine["before"]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gpu_check", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("stderr, flagged", [
+    ("[W1125 02:00:00] ERROR gpuGetDeviceCount failed with code 35\n", True),
+    ("/x.py:3: FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated\n", True),
+    ("Traceback (most recent call last):\nAttributeError: Can't get attribute 'Squares'\n",
+     False),  # lesson 04 shows a spawned worker's traceback on purpose
+    ("100%|##########| 10/10 [00:00<00:00]\n", False),
+])
+def test_lessons_may_not_write_warnings_or_logged_errors_to_stderr(stderr, flagged):
+    """Checks which stderr lines of an executed lesson fail make test-versions and gpu-check."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("pass")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=stderr),
+                    nbformat.v4.new_output("stream", name="stdout", text="ERROR in stdout\n")]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert bool(load_script().unmeant_stderr(notebook)) is flagged
