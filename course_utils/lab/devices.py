@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 ENV_VAR = "COURSE_DEVICE"
+
+# PyTorch 2.11's profiler warns "Profiler clears events at the end of each cycle" at every
+# first profile (it checks after making the profiler it checks for; 2.13 checks before): no
+# lesson's concern, so that one message is hidden on those versions, for every notebook.
+if torch.__version__ < "2.13":
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events at the end",
+                            category=UserWarning)
 
 
 @dataclass(frozen=True)
