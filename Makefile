@@ -94,3 +94,64 @@ lock:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# ---- The build every Linux learner without a GPU installs (docs/pytorch-versions.md) ----
+# PyPI's torch wheel for Linux is the CUDA build; on a machine with no NVIDIA driver it must work
+# as well as the CPU-only build. A pip configuration may prefer a CPU-only wheel of the same
+# version (find-links, another index): this venv asks PyPI alone, then checks what it got.
+CUDA_VENV := .venv-cuda
+PYPI_INDEX ?= https://pypi.org/simple
+.PHONY: test-cuda-build
+$(CUDA_VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null $(CUDA_VENV)/bin/python -m pip install \
+		--quiet --disable-pip-version-check --index-url $(PYPI_INDEX) torch==$(TORCH_VERSION)
+	$(CUDA_VENV)/bin/python -c "import torch, sys; sys.exit(None if torch.version.cuda else \
+		f'expected PyPI CUDA build of torch, got {torch.__version__} (CPU-only)')"
+	$(CUDA_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
+	$(CUDA_VENV)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
+	@touch $@
+
+test-cuda-build: $(CUDA_VENV)/.installed
+	$(CUDA_VENV)/bin/python -m pytest $(PYTEST_FLAGS)
+
+# ---- The tested PyTorch range (pyproject.toml: torch>=2.11,<2.16; docs/pytorch-versions.md) ----
+# `make test` covers the locked version; this covers the oldest supported and the newest release:
+# for each, a venv with that torch (from VERSIONS_INDEX alone) and the locked rest, then the unit
+# tests (warnings are errors, pyproject.toml) and every lesson, which must write no warning or
+# error to stderr. One version: make test-torch TORCH=2.11.0.
+TESTED_TORCH ?= 2.11.0 2.15.0
+VERSIONS_INDEX ?= $(PYPI_INDEX)
+VERSIONS_TESTS ?= tests -m "not slow and not browser"
+.PHONY: test-versions test-torch
+test-versions:
+	@for version in $(TESTED_TORCH); do $(MAKE) --no-print-directory test-torch TORCH=$$version || exit 1; done
+
+test-torch:
+	@test -n "$(TORCH)" || { echo "make test-torch TORCH=<version>, e.g. TORCH=2.11.0"; exit 2; }
+	test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install \
+		--quiet --disable-pip-version-check --index-url $(VERSIONS_INDEX) torch==$(TORCH)
+	@# torch and what only torch needs (its CUDA libraries, triton) follow the version asked for
+	grep -v -E '^(torch|triton|nvidia-|cuda-)' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
+	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--constraint .venv-torch-$(TORCH)/constraints.txt --editable '.[test,postgres]'
+	.venv-torch-$(TORCH)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
+	.venv-torch-$(TORCH)/bin/python -c "import torch, sys; v = torch.__version__.split('+')[0]; \
+		sys.exit(None if v == '$(TORCH)' else f'asked for torch $(TORCH), got {v}')"
+	.venv-torch-$(TORCH)/bin/python -m pytest $(PYTEST_FLAGS) $(VERSIONS_TESTS)
+	.venv-torch-$(TORCH)/bin/python scripts/gpu_check.py notebooks
+
+# ---- Verifying the course on a GPU machine (docs/gpu-check.md) ----
+# gpu-wheels, on a networked machine: the wheels the check installs beside the GPU machine's own
+# PyTorch, for its Python (3.12 on the H100 machines the course is verified on).
+# gpu-check, on the GPU machine (no network needed): GPU_PYTHON is the Python holding its PyTorch.
+GPU_WHEELS ?= wheels
+GPU_PYTHON ?= python3
+GPU_PYTHON_VERSION ?= 3.12
+.PHONY: gpu-wheels gpu-check
+gpu-wheels:
+	$(PYTHON) scripts/gpu_check.py wheels --dest $(GPU_WHEELS) --python-version $(GPU_PYTHON_VERSION)
+
+gpu-check:
+	$(GPU_PYTHON) scripts/gpu_check.py check --wheels $(GPU_WHEELS)

@@ -1,6 +1,8 @@
 """get_device / explain_device / available_devices / synchronize on real and simulated machines."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -269,3 +271,25 @@ def test_real_gpu():
     synchronize(device)  # returns once the matmul has finished
     assert y.device == x.device
     torch.testing.assert_close(y.cpu(), x.cpu() @ x.cpu(), rtol=1e-2, atol=1e-2)
+
+
+# ------------------------------------------------------------------ a CUDA build without a driver
+
+@pytest.mark.parametrize("cuda_build, available, preset, expected", [
+    ("13.0", False, None, "5"),       # PyPI's Linux wheel, no driver: quiet Kineto's driver error
+    ("13.0", False, "2", "2"),        # the user's own setting is kept
+    ("13.0", True, None, None),       # a real GPU: the profiler's messages matter
+    (None, False, None, None),        # a CPU-only build never asks for GPUs
+])
+def test_profiler_kept_quiet_only_on_a_cuda_build_without_a_gpu(monkeypatch, cuda_build,
+                                                                  available, preset, expected):
+    """Checks get_device() sets KINETO_LOG_LEVEL only where Kineto would log a driver error."""
+    monkeypatch.setattr(torch.version, "cuda", cuda_build)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    if preset is None:
+        monkeypatch.delenv("KINETO_LOG_LEVEL", raising=False)
+    else:
+        monkeypatch.setenv("KINETO_LOG_LEVEL", preset)
+    get_device()
+    assert os.environ.get("KINETO_LOG_LEVEL") == expected

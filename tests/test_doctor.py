@@ -365,3 +365,36 @@ def test_report_says_how_to_install_the_sandbox_where_it_is_missing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "isolation: none: bubblewrap (bwrap) is not installed" in done.stdout
     assert "sudo apt-get install bubblewrap" in done.stdout
+
+
+# ------------------------------------------------------------------ the tested PyTorch range
+
+def test_the_tested_range_is_pyprojects():
+    """Checks the doctor reads the tested range from the installed course's own declaration."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    from .conftest import ROOT
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    torch_line = next(Requirement(line) for line in declared if Requirement(line).name == "torch")
+    assert doctor.tested_torch_range() == str(torch_line.specifier)
+    assert doctor.tested_torch_range() == "<2.16,>=2.11"
+
+
+@pytest.mark.parametrize("version, outside", [
+    ("2.10.0", True), ("2.11.0", False), ("2.13.0+cpu", False), ("2.15.0+cu130", False),
+    ("2.16.0", True), ("2.16.0.dev20261101+cpu", True)])
+def test_versions_outside_the_range_are_flagged(version, outside):
+    """Checks local labels (+cpu, +cu130) are ignored and both ends of the range hold."""
+    assert doctor.torch_outside_tested_range(version, "<2.16,>=2.11") is outside
+
+
+def test_report_says_when_torch_is_outside_the_tested_range(monkeypatch):
+    """Checks the text report names the installed version as untested, and the range."""
+    monkeypatch.setattr(torch, "__version__", "2.10.0+cpu")
+    text = doctor.format_report(doctor.examine())
+    assert "2.10.0+cpu" in text
+    assert "outside the versions this course is tested with (torch<2.16,>=2.11)" in text
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    assert "outside the versions" not in doctor.format_report(doctor.examine())

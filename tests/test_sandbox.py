@@ -1,6 +1,7 @@
 """The bubblewrap sandbox, tried from inside: what a confined process can see, touch and kill."""
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -120,6 +122,29 @@ def test_limits_hold_inside(grading_sandbox, scratch):
     assert done.stdout.startswith("capped\n") and len(done.stdout) == 1000
 
 
+def test_the_memory_cap_leaves_mapped_libraries_alone(grading_sandbox, scratch):
+    """Checks mapping more library than the cap works, while allocating past it fails.
+
+    PyPI's CUDA build of torch maps about 3 GiB of CUDA libraries on import, with or without a
+    driver: an address-space cap of 4 GiB made every lesson's kernel die or stall.
+    """
+    torch_dir = Path(importlib.util.find_spec("torch").origin).parent
+    library = max((torch_dir / "lib").glob("*.so*"),
+                  key=lambda path: path.stat().st_size)
+    copies = 512 * 2**20 // library.stat().st_size + 1
+    script = ("import mmap\n"
+              f"with open({str(library)!r}, 'rb') as file:\n"
+              f"    maps = [mmap.mmap(file.fileno(), 0, flags=mmap.MAP_PRIVATE, "
+              f"prot=mmap.PROT_READ) for _ in range({copies})]\n"
+              "print('mapped', sum(len(m) for m in maps) >> 20)\n"
+              "try:\n    bytearray(1024 * 2**20)\nexcept MemoryError:\n    print('capped')\n")
+    done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
+                       memory_mb=512)
+    assert done.returncode == 0, done.stderr
+    mapped, capped = done.stdout.splitlines()
+    assert int(mapped.split()[1]) > 512 and capped == "capped"
+
+
 def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
     """Checks the command line asks for PID, network, IPC and UTS namespaces, drops
     capabilities, dies with its parent, and binds the scratch folder last (on top)."""
@@ -188,7 +213,8 @@ def test_a_folder_under_tmp_stays_readable_and_tmp_private(grading_sandbox, scra
                 return "ok"
             except OSError as error:
                 return f"OSError:{{error.errno}}"
-        print(open({str(course / 'lesson.txt')!r}).read(), os.path.exists({str(tmp_path / 'beside.txt')!r}),
+        print(open({str(course / 'lesson.txt')!r}).read(),
+              os.path.exists({str(tmp_path / 'beside.txt')!r}),
               write({str(course / 'new.txt')!r}), write({str(tmp_path / 'beside-new.txt')!r}),
               write("/tmp/mine.txt"))
     """)

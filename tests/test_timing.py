@@ -1,4 +1,4 @@
-"""course_utils.lab.timing on the CPU (and on a CUDA GPU where there is one), bad inputs included."""
+"""course_utils.lab.timing on the CPU (and on a CUDA GPU where there is one), bad inputs too."""
 from __future__ import annotations
 
 import os
@@ -142,8 +142,15 @@ def test_matmul_sweep_rejects_bad_arguments(kwargs, words):
 
 @pytest.fixture
 def a_cuda_gpu_named(monkeypatch):
-    """Make the device checks see one CUDA GPU with the given name."""
+    """Make the device checks see one CUDA GPU with the given name.
+
+    torch.accelerator is patched too: on a CUDA build without a driver its own answers would
+    initialise CUDA and raise "Found no NVIDIA driver".
+    """
     def named(name):
+        monkeypatch.setattr(torch.accelerator, "current_accelerator",
+                            lambda check_available=False: torch.device("cuda"))
+        monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)

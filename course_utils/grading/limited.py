@@ -24,11 +24,17 @@ def join(procs_files: list[str]) -> None:
 
 
 def apply(memory_mb: int, max_file_mb: int, open_files: int = 0) -> None:
-    """Cap address space (0: no cap), the size of any file written, open files (0: as it
-    is) and core dumps."""
+    """Cap data memory (0: no cap), the size of any file written, open files (0: as it
+    is) and core dumps.
+
+    The memory cap is RLIMIT_DATA: the private writable memory that allocations take (heap,
+    anonymous mappings, tensors), not the address space. PyPI's CUDA build of torch maps
+    about 3 GiB of CUDA libraries when imported, even without a driver, so an address-space
+    cap of a few GiB killed or stalled every kernel that imported it.
+    """
     if memory_mb > 0:
         limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     file_limit = max_file_mb * 2**20
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -46,7 +52,7 @@ def drop_root(uid: int) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--memory-mb", type=int, default=0, help="address-space cap; 0 = none")
+    parser.add_argument("--memory-mb", type=int, default=0, help="data-memory cap; 0 = none")
     parser.add_argument("--max-file-mb", type=int, default=64, help="largest file it may write")
     parser.add_argument("--open-files", type=int, default=0, help="open files; 0 = as it is")
     parser.add_argument("--user", type=int, default=-1,

@@ -282,7 +282,7 @@ def _cover(path: Path) -> list[str]:
 
 def limited_argv(command: Sequence[str], *, memory_mb: int, max_file_mb: int,
                  open_files: int = 0, user: int = -1) -> list[str]:
-    """``command`` run under rlimits (address space, file size, open files, no core dumps),
+    """``command`` run under rlimits (data memory, file size, open files, no core dumps),
     as ``user`` when started as root (-1: as it is)."""
     launcher = Path(__file__).with_name("limited.py")
     return [sys.executable, "-I", "-S", str(launcher), "--memory-mb", str(memory_mb),
@@ -342,7 +342,7 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
     has; kill it and all it started after ``timeout`` s (wall time).
 
     The sandbox and everything it starts share one cgroup (cgroups.py): ``memory_mb`` in all
-    (shared memory and tmpfs included; it also caps each process's address space; 0: no
+    (shared memory and tmpfs included; it also caps each process's data memory; 0: no
     cap), ``processes`` at once; each process may open ``open_files`` files and write files
     of ``max_file_mb``. Grading as root, the command runs as uid 65534 (``scratch`` is
     handed to that user). Only the first ``output_bytes`` of stdout and of stderr are kept;

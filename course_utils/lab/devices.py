@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import difflib
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
 
 ENV_VAR = "COURSE_DEVICE"
+
+# PyTorch 2.11's profiler warns "Profiler clears events at the end of each cycle" at every
+# first profile (it checks after making the profiler it checks for; 2.13 checks before): no
+# lesson's concern, so that one message is hidden on those versions, for every notebook.
+if torch.__version__ < "2.13":
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events at the end",
+                            category=UserWarning)
 
 
 @dataclass(frozen=True)
@@ -146,8 +154,22 @@ def _computing(device: torch.device, source: str) -> torch.device:
     return device
 
 
+def _quiet_profiler_without_gpu() -> None:
+    """On a CUDA build with no usable GPU, keep the profiler from logging a driver error.
+
+    PyPI's Linux torch is a CUDA build; where no driver is installed, torch.profiler's Kineto
+    asks for the GPUs at every stop and logs "ERROR ... gpuGetDeviceCount failed with code 35"
+    (PyTorch 2.15) on stderr, under a CPU-only profile too. Its log level is read at the first
+    profile, so setting it here, before any lesson profiles, is in time. A value the user set
+    is kept.
+    """
+    if torch.version.cuda and not torch.cuda.is_available():
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # only its USER-level lines
+
+
 def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
     """Pick the device as :func:`get_device` does, and say why."""
+    _quiet_profiler_without_gpu()
     from_env = os.environ.get(ENV_VAR, "").strip()
     if from_env:
         source = f"The environment variable {ENV_VAR}"

@@ -80,6 +80,8 @@ class TorchFacts:
     hip_build: str | None
     mps_built: bool
     cuda_initialized: bool  # before the doctor touched CUDA
+    tested_range: str | None = None  # pyproject's torch requirement: '<2.16,>=2.11'
+    outside_tested_range: bool = False
 
 
 @dataclass(frozen=True)
@@ -328,8 +330,10 @@ def examine() -> Report:
 
     # Read before anything below touches CUDA (asking for device properties initialises it).
     cuda_initialized = bool(torch.cuda.is_initialized())
+    tested = tested_torch_range()
     torch_facts = TorchFacts(torch.__version__, torch.version.cuda, torch.version.hip,
-                             bool(torch.backends.mps.is_built()), cuda_initialized)
+                             bool(torch.backends.mps.is_built()), cuda_initialized, tested,
+                             torch_outside_tested_range(torch.__version__, tested))
     cpu = CpuFacts(torch.get_num_threads(), os.cpu_count())
     error = None
     try:
@@ -368,6 +372,31 @@ def _format_accelerator(entry: Accelerator) -> str:
     return "  " + "  ".join(parts)
 
 
+def tested_torch_range() -> str | None:
+    """The PyTorch versions the course is tested with, as its package declares: '<2.16,>=2.11'."""
+    try:
+        requirements = metadata.requires("gpu-course") or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+    from packaging.requirements import Requirement
+
+    for line in requirements:
+        requirement = Requirement(line)
+        if requirement.name == "torch":
+            return str(requirement.specifier) or None
+    return None
+
+
+def torch_outside_tested_range(version: str, tested: str | None) -> bool:
+    """True when ``version`` (local labels such as '+cu130' ignored) is outside ``tested``."""
+    if not tested:
+        return False
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    return Version(version).public not in SpecifierSet(tested)
+
+
 def _build(facts: TorchFacts) -> str:
     if facts.cuda_build:
         return f"CUDA {facts.cuda_build}"
@@ -401,6 +430,10 @@ def format_report(report: Report) -> str:
         if name == "torch" and report.torch:
             version = f"{report.torch.version}  ({_build(report.torch)})"
         lines.append(f"  {label:<12} {version}")
+    if report.torch and report.torch.outside_tested_range:
+        lines.append(f"  {'':<12} outside the versions this course is tested with "
+                     f"(torch{report.torch.tested_range}): lessons may warn or fail; "
+                     f"`make install` gives the tested one")
     if report.torch:
         lines += _device_lines(report)
 

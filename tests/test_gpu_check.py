@@ -1,0 +1,124 @@
+"""`make gpu-check` on a simulated GPU machine: its own PyTorch, no index, none of our packages.
+
+The machine is a fresh venv whose torch the test installs first, on its own, the way the GPU
+machines' image has it; only one torch build of the locked version can be had offline here, so
+"a PyTorch that is not the course's" means not the course's installation: a separate one that
+the course must use in place, never reinstall. The course is then installed from a wheels folder
+that `gpu_check.py wheels` prepared (no torch in it) with --no-index, so any attempt to install
+or replace torch fails the run. Without a GPU, every GPU part must say so and the run exit 0.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from .conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "gpu_check.py"
+
+
+def clean_env() -> dict:
+    return {key: value for key, value in os.environ.items()
+            if key not in {"PYTHONPATH", "VIRTUAL_ENV", "COURSE_DEVICE"}}
+
+
+def fingerprint(folder: Path) -> str:
+    """A hash of the names and sizes of every file of an installed torch."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(f"{path.relative_to(folder)}:{path.stat().st_size}".encode())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("gpu-machine")
+    venv = root / "machine"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    version = torch.__version__.split("+")[0]
+    subprocess.run([python, "-m", "pip", "install", "--quiet", f"torch=={version}"], check=True,
+                   env=clean_env())
+    where = "import torch, os; print(os.path.dirname(torch.__file__))"
+    torch_dir = Path(subprocess.run([python, "-c", where], check=True, capture_output=True,
+                                    text=True).stdout.strip())
+    wheels = root / "wheels"
+    python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    subprocess.run([sys.executable, str(SCRIPT), "wheels", "--dest", str(wheels),
+                    "--python-version", python_version], check=True, capture_output=True,
+                   env=clean_env())
+    before = fingerprint(torch_dir)
+    result = subprocess.run([python, str(SCRIPT), "check", "--wheels", str(wheels),
+                             "--env", str(root / "env"), "--out", str(root / "runs")],
+                            check=False, capture_output=True, text=True, env=clean_env(),
+                            timeout=900)
+    env_torch = subprocess.run([str(root / "env" / "bin" / "python"), "-c",
+                                "import torch; print(torch.__file__)"], check=False,
+                               capture_output=True,
+                               text=True).stdout.strip()
+    return {"result": result, "wheels": wheels, "torch_dir": torch_dir, "before": before,
+            "after": fingerprint(torch_dir), "env_torch": env_torch, "runs": root / "runs"}
+
+
+@pytest.mark.slow
+def test_wheels_folder_holds_no_torch(machine):
+    """Checks the prepared wheels leave PyTorch to the machine (no torch, no CUDA libraries)."""
+    names = [path.name for path in machine["wheels"].glob("*.whl")]
+    assert any(name.startswith("nbclient-") for name in names)
+    assert not [name for name in names if name.startswith(("torch-", "nvidia_", "triton-"))]
+
+
+@pytest.mark.slow
+def test_check_reports_no_gpu_and_exits_0(machine):
+    """Checks the whole run ends with 'no GPU' for every GPU part and exit status 0."""
+    result = machine["result"]
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    assert summary.startswith("gpu-check passed"), summary
+    assert "no GPU" in summary
+    assert "notebooks on CUDA: 8 skipped, no GPU" in summary
+    assert "skipped" in summary.split("pytest -m gpu:")[1] and "failed" not in summary
+    assert "GPU figures: no GPU" in result.stdout
+    assert not machine["runs"].exists(), "no reference run without a GPU"
+
+
+@pytest.mark.slow
+def test_check_uses_the_machines_torch_in_place(machine):
+    """Checks the check's environment imports the machine's own torch, left unchanged."""
+    assert machine["env_torch"].startswith(str(machine["torch_dir"])), machine["env_torch"]
+    assert machine["after"] == machine["before"]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gpu_check", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("stderr, flagged", [
+    ("[W1125 02:00:00] ERROR gpuGetDeviceCount failed with code 35\n", True),
+    ("/x.py:3: FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated\n", True),
+    ("Traceback (most recent call last):\nAttributeError: Can't get attribute 'Squares'\n",
+     False),  # lesson 04 shows a spawned worker's traceback on purpose
+    ("100%|##########| 10/10 [00:00<00:00]\n", False),
+])
+def test_lessons_may_not_write_warnings_or_logged_errors_to_stderr(stderr, flagged):
+    """Checks which stderr lines of an executed lesson fail make test-versions and gpu-check."""
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("pass")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text=stderr),
+                    nbformat.v4.new_output("stream", name="stdout", text="ERROR in stdout\n")]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert bool(load_script().unmeant_stderr(notebook)) is flagged
