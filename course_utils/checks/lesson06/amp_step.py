@@ -206,7 +206,10 @@ def _verify(drawn: dict, seen: dict, hidden: bool) -> None:
                  reveal=not hidden)
     after, expected = _flat(seen["params"]), _flat(reference["params"])
     update = math.dist(_flat(parameter_values(build_mlp(drawn["model"]))), expected)
-    if not all(map(math.isfinite, after)) or math.dist(after, expected) > 0.1 * update + 1e-6:
+    # bfloat16 keeps 8 bits of mantissa: a right step lands up to 15 % of the update away
+    # (measured over 80 draws); a step not clipped, or clipped while scaled, lands 100 % away.
+    tolerance = 0.3 if drawn["dtype"] == "bfloat16" else 0.1
+    if not all(map(math.isfinite, after)) or math.dist(after, expected) > tolerance * update + 1e-6:
         fail(f"{where}, the weights after the step are not those of a float32 step clipped to "
              "max_norm.", ORDER)
 
