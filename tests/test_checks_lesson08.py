@@ -53,17 +53,22 @@ def train_logged(model, batches, loss_fn, optimizer):
     return total / len(batches)
 
 
+READS = {"float(loss)": float, "bool(loss < best)": lambda loss: bool(loss < 99.0),
+         "print(loss)": repr, "loss.cpu()": lambda loss: loss.cpu(),
+         "loss.tolist()": lambda loss: loss.tolist()}
+
+
 def with_line(line):
-    """The solution's loop with one line added after optimizer.step()."""
+    """The solution's loop with one read of the loss added after optimizer.step()."""
     def train(model, batches, loss_fn, optimizer):
-        total, best = None, torch.tensor(99.0)
+        total = None
         for features, labels in batches:
             optimizer.zero_grad()
             loss = loss_fn(model(features), labels)
             loss.backward()
             optimizer.step()
             total = loss.detach() if total is None else total + loss.detach()
-            exec(line, {}, {"loss": loss, "best": best, "print": lambda *a: str(a)})
+            READS[line](loss)
         return total.item() / len(batches)
     return train
 
@@ -113,8 +118,7 @@ def test_item_every_step_is_named_as_a_sync_every_step():
 
 
 def test_each_hidden_read_counts_as_a_sync():
-    for line in ("float(loss)", "bool(loss < best)", "print(loss)", "loss.cpu()",
-                 "loss.tolist()"):
+    for line in READS:
         assert "inside the loop" in failure(check_syncs, with_line(line)), line
 
 

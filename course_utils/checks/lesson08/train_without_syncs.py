@@ -17,7 +17,7 @@ def _draw(rng: random.Random, batches: int) -> dict:
         return [[round(rng.uniform(-spread, spread), 4) for _ in range(cols)] for _ in range(rows)]
     model = {"w1": matrix(8, 6), "b1": matrix(1, 8)[0], "w2": matrix(3, 8), "b2": [0.0] * 3}
     return {"model": model, "lr": 0.3, "batches": [
-        (matrix(5, 6, 2.0), [rng.randrange(3) for _ in range(5)]) for _ in range(batches)]}
+        [matrix(5, 6, 2.0), [rng.randrange(3) for _ in range(5)]] for _ in range(batches)]}
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
