@@ -5,7 +5,7 @@
 On this machine's device (course_utils.get_device) it prints:
 
 * the time to compile the step with torch.compile (its first call), apart from the steady state;
-* the fastest time per training step (AdamW, lesson 08's MLP 64-256-256-256-10 with GELU,
+* the fastest time per training step (AdamW, lesson 08's MLP 64-256-10 with GELU,
   batch 256) of: eager with the for-loop AdamW, + fused AdamW, + torch.compile (Inductor), and on
   CUDA + CUDA graphs (mode="reduce-overhead"), measured in interleaved rounds, with the speed-up
   over the first;
@@ -29,8 +29,7 @@ from course_utils import get_device, memory, overhead, synchronize, timing
 
 def make_model(device: torch.device) -> nn.Sequential:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU(),
-                         nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 10)).to(device)
+    return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10)).to(device)
 
 
 def training_step(net, optimizer, features, labels):

@@ -31,7 +31,7 @@ class GraphCounter:
 
     def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: list) -> Callable:
         self.graphs += 1
-        self.ops_per_graph.append(sum(node.op == "call_function"
+        self.ops_per_graph.append(sum(node.op.startswith("call_")  # function, method, module
                                       for node in graph_module.graph.nodes))
         return graph_module.forward
 
