@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/mixed_precision.py [--repeats 15]
 
-On this machine's device and under its policy (course_utils.precision.amp_policy: bfloat16 on
+On this machine's device and under its policy (course_utils.lab.precision.amp_policy: bfloat16 on
 the CPU and on GPUs with bfloat16 units, else float16 with a GradScaler) it prints:
 
 * the speed-up (float32 time / autocast time) of one training step (precision.amp_step, Adam

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from course_utils.distributed import launch, remove
+from course_utils.lab.distributed import launch, remove
 
 RANK_SCRIPT = textwrap.dedent('''
     import json, os, time

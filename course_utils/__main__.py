@@ -1,6 +1,6 @@
 """``python -m course_utils`` is the ``course`` command."""
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

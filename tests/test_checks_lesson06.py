@@ -8,7 +8,7 @@ import torch
 
 from course_utils import checks, precision
 from course_utils.checks import machines
-from course_utils.checks.probe_support import SimulatedMachine
+from course_utils.probe import SimulatedMachine
 
 from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
 from .solutions import solution

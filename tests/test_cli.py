@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from course_utils.cli import main
+from course_utils.tools.cli import main
 
 from .conftest import ROOT, run_course
 

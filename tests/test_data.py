@@ -1,4 +1,4 @@
-"""course_utils.data: shapes, dtypes, seeds, devices, and clear errors for bad input."""
+"""course_utils.lab.data: shapes, dtypes, seeds, devices, and clear errors for bad input."""
 from __future__ import annotations
 
 import pytest

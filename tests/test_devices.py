@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from course_utils import explain_device, get_device, synchronize
-from course_utils.devices import available_devices
+from course_utils.lab.devices import available_devices
 
 NO_CUDA = not torch.cuda.is_available()
 

@@ -1,4 +1,4 @@
-"""course_utils.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks), reports.
+"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks), reports.
 
 Each torchrun run costs a few seconds of start-up (three Python processes import torch), so
 the runs are shared by module-scoped fixtures: two launches at once (which must not clash),
@@ -18,7 +18,7 @@ import torch
 
 from course_utils import distributed
 from course_utils.checks import machines
-from course_utils.distributed import (
+from course_utils.lab.distributed import (
     Launch,
     RankReport,
     RunConfig,
@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent('''
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.utils.data import DataLoader, DistributedSampler
-    from course_utils.distributed import RunConfig
+    from course_utils.lab.distributed import RunConfig
 
     def main():
         config = RunConfig.from_environment()
@@ -195,7 +195,7 @@ def test_command_is_torchrun_standalone(tmp_path):
     """Checks the command is torchrun --standalone with one process per rank, run via our runner."""
     command = distributed.torchrun_command(tmp_path / "s.py", 4)
     assert "--standalone" in command and "--nproc_per_node=4" in command
-    assert command[-3:] == ["-m", "course_utils.distributed", str(tmp_path / "s.py")]
+    assert command[-3:] == ["-m", "course_utils.lab.distributed", str(tmp_path / "s.py")]
 
 
 def test_shell_command_reads_as_typed():

@@ -12,7 +12,7 @@ import types
 import pytest
 import torch
 
-from course_utils import doctor
+from course_utils.tools import doctor
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "total_memory": 85_045_231_616, "major": 9, "minor": 0,
         "multi_processor_count": 132}
@@ -160,7 +160,7 @@ def test_torch_missing_exits_non_zero_with_one_line(monkeypatch, capsys):
 
 def test_command_line_exit_status_and_stderr():
     env = dict(os.environ, COURSE_DEVICE="cuda:99")
-    result = subprocess.run([sys.executable, "-m", "course_utils.doctor", "--json"],
+    result = subprocess.run([sys.executable, "-m", "course_utils.tools.doctor", "--json"],
                             check=False, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == doctor.EXIT_NO_DEVICE
     assert result.stderr.count("\n") == 1 and "'cuda:99'" in result.stderr

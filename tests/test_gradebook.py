@@ -57,7 +57,7 @@ def test_a_missing_driver_is_one_line_naming_the_extra():
     """Checks `course grade --db postgresql://...` without psycopg installed exits 2 with one
     line saying which extra to install, and does not print the password."""
     code = ("import sys; sys.modules['psycopg'] = None  # as if it were not installed\n"
-            "from course_utils.cli import main\n"
+            "from course_utils.tools.cli import main\n"
             "sys.exit(main(['grade', '.', '--db', 'postgresql://teacher:s3cret@db.example/c']))")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.hygiene import KERNEL_NAME, clean_notebook, problems
+from course_utils.tools.hygiene import KERNEL_NAME, clean_notebook, problems
 
 from .conftest import ROOT
 

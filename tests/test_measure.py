@@ -1,4 +1,4 @@
-"""course_utils.measure: saved-for-backward bytes and graph nodes, on the CPU."""
+"""course_utils.lab.measure: saved-for-backward bytes and graph nodes, on the CPU."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.measure import SavedTensors, graph_nodes
+from course_utils.lab.measure import SavedTensors, graph_nodes
 
 FLOAT = 4  # bytes per float32
 

@@ -1,4 +1,4 @@
-"""course_utils.memory: the formula, the measurements, the simulated budget and the finder."""
+"""course_utils.lab.memory: the formula, the measurements, the simulated budget and the finder."""
 from __future__ import annotations
 
 import gc

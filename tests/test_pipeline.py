@@ -1,4 +1,4 @@
-"""course_utils.pipeline: the slow dataset, stage and epoch timings, GPU-only measurements."""
+"""course_utils.lab.pipeline: the slow dataset, stage and epoch timings, GPU-only measurements."""
 from __future__ import annotations
 
 import time

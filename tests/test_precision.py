@@ -1,4 +1,4 @@
-"""course_utils.precision: the policy, the step, the formats and the measurements (CPU paths)."""
+"""course_utils.lab.precision: the policy, the step, the formats and the measurements (CPU paths)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ from torch import nn
 
 from course_utils import data, precision
 from course_utils.checks import machines
-from course_utils.checks.probe_support import SimulatedMachine
+from course_utils.probe import SimulatedMachine
 
 T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
 

@@ -6,8 +6,8 @@ import shutil
 import nbformat
 import pytest
 
-from course_utils.cli import main
-from course_utils.release import release
+from course_utils.tools.cli import main
+from course_utils.tools.release import release
 
 from .conftest import ROOT
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course_utils.checks import machines
-from course_utils.checks.probe_support import SimulatedClock, SimulatedMachine, StopProbe
+from course_utils.probe import SimulatedClock, SimulatedMachine, StopProbe
 
 
 def test_the_clocks_read_the_simulated_time_and_log_each_reading():

@@ -1,4 +1,4 @@
-"""course_utils.timing on the CPU (and on a CUDA GPU where there is one), bad inputs included."""
+"""course_utils.lab.timing on the CPU (and on a CUDA GPU where there is one), bad inputs included."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course_utils import timing
-from course_utils.timing import MatmulPoint, PeakFigure, Timing
+from course_utils.lab.timing import MatmulPoint, PeakFigure, Timing
 
 # ------------------------------------------------------------------ benchmark
 

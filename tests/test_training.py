@@ -1,4 +1,4 @@
-"""course_utils.training and course_utils.plots: the loop's behaviour, its errors, its plot."""
+"""course_utils.lab.training and course_utils.lab.plots: the loop's behaviour, its errors, its plot."""
 from __future__ import annotations
 
 import math
@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course_utils import data, training
-from course_utils.plots import plot_history
+from course_utils.lab.plots import plot_history
 
 
 def digits_setup(seed=0):

@@ -7,7 +7,7 @@ processes (docs/grading.md); docs/authoring.md walks through writing one.
   visible, drawn from ``seed`` when hidden);
 * ``probe(*answers, inputs)`` -> JSON-able observations of the learner's answer. It runs
   in the student's kernel, so it is self-contained: imports inside, and no names but those
-  of :mod:`.probe_support`, whose source the grader sends along;
+  of :mod:`course_utils.probe`, whose source the grader sends along;
 * ``verify(inputs, observations, hidden)`` decides, on the trusted side: it computes every
   expected value itself (or reads it from the instructor's ``solutions/``) and raises
   :class:`CheckFailure` through :func:`fail` or an ``expect_*`` helper, naming the cause
@@ -28,10 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from . import probe_support
+from ..probe import bundle, describe_error
 
 VISIBLE_SEED = 0
-SUPPORT_SOURCE = inspect.getsource(probe_support)
 
 
 class CheckFailure(AssertionError):
@@ -167,7 +166,7 @@ class Check:
         The grader evaluates it as an IPython user expression in the student's kernel.
         """
         program = "\n".join([
-            SUPPORT_SOURCE,
+            bundle.source(),
             inspect.getsource(self.probe),
             "import json as _json",
             f"_inputs = _json.loads({json.dumps(inputs)!r})",
@@ -203,7 +202,7 @@ def run_probe(probe: Callable[..., Any], answers: tuple, inputs: Any) -> Any:
     try:
         observations = probe(*answers, inputs)
     except Exception as error:  # noqa: BLE001 - the probe itself failed on these answers
-        observations = {"probe_error": probe_support.describe_error(error)}
+        observations = {"probe_error": describe_error(error)}
     return json.loads(json.dumps(observations))
 
 
@@ -279,7 +278,7 @@ def error_summary(error: Mapping[str, Any]) -> str:
 
 def expect_type(facts: Mapping[str, Any], expected: str | tuple[str, ...], what: str,
                 fix: str) -> None:
-    """``facts`` from probe_support.describe(); ``expected`` type names ('Tensor', 'float')."""
+    """``facts`` from probe.describe(); ``expected`` type names ('Tensor', 'float')."""
     names = (expected,) if isinstance(expected, str) else expected
     if facts["type"] not in names:
         fail(f"{what} is {a(facts['type'])}, not {' or '.join(a(name) for name in names)}.", fix)

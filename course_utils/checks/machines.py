@@ -1,4 +1,4 @@
-"""Simulated machines for checks of device logic (answered by probe_support.SimulatedMachine).
+"""Simulated machines for checks of device logic (answered by probe.SimulatedMachine).
 
 Each is plain data: the GPUs torch.cuda reports (as get_device_properties would), whether
 MPS is there, and the CUDA version of the PyTorch build.

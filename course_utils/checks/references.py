@@ -1,7 +1,7 @@
 """Trusted references for checks of training code: the expected numbers, computed in verify().
 
 Inputs carry the data and a model's weights as plain numbers (drawn by ``make_inputs`` with
-``random.Random(seed)``); the probe builds the same model with ``probe_support.build_mlp``
+``random.Random(seed)``); the probe builds the same model with ``probe.build_mlp``
 in the student's kernel, and these functions recompute on the trusted side what a correct
 answer must produce. torch is imported inside the functions: the grader imports checks
 without it.
@@ -35,7 +35,7 @@ def python_logits(spec: dict, features: list[list[float]]) -> list[list[float]]:
 def _model_and_data(spec: dict, features, labels):
     import torch
 
-    from .probe_support import build_mlp
+    from ..probe import build_mlp
     return build_mlp(spec), torch.tensor(features), torch.tensor(labels)
 
 
@@ -44,7 +44,7 @@ def sgd_epoch(spec: dict, features, labels, batch_size: int, lr: float) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from .probe_support import parameter_values
+    from ..probe import parameter_values
     model, X, y = _model_and_data(spec, features, labels)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
@@ -75,7 +75,7 @@ def adam_steps(spec: dict, features, labels, lr: float, steps: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from .probe_support import optimizer_state_values, parameter_values
+    from ..probe import optimizer_state_values, parameter_values
     model, X, y = _model_and_data(spec, features, labels)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
+from ...probe import SimulatedMachine, describe, run_learner
 from .. import machines
 from ..framework import a, check, expect_no_error, expect_type, fail
-from ..probe_support import SimulatedMachine, describe, run_learner
 
 KEYS = ("index", "name", "memory_gib", "capability", "sm_count")
 

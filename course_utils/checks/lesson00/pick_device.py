@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
+from ...probe import SimulatedMachine, describe, run_learner
 from .. import machines
 from ..framework import check, expect_no_error, fail, is_kind, where_in_code
-from ..probe_support import SimulatedMachine, describe, run_learner
 
 VISIBLE = [machines.CUDA, machines.CPU]
 HIDDEN = [machines.CUDA, machines.MPS, machines.CPU, machines.CUDA_AND_MPS, machines.TWO_GPUS]

@@ -5,9 +5,9 @@ read from the instructor's solutions/ when grading and ship nowhere else.
 """
 from __future__ import annotations
 
+from ...probe import describe
 from ..answer_keys import solution_value
 from ..framework import a, case, check, expect_type, fail
-from ..probe_support import describe
 
 LINES = "abcdefgh"
 VISIBLE = {"a": False, "b": True, "c": False, "d": True}

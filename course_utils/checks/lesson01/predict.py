@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import StopProbe, build_mlp, describe, run_learner
 from ..framework import a, check, expect_close, expect_dtype, expect_no_error, expect_shape, fail
-from ..probe_support import StopProbe, build_mlp, describe, run_learner
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

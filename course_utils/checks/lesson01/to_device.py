@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import describe_error, run_learner  # noqa: F401 (names the probe uses)
 from ..framework import a, check, expect_no_error, fail
-from ..probe_support import describe_error, run_learner  # noqa: F401 (names the probe uses)
 
 DTYPES = ("float32", "int64", "bool", "float16")
 KEYS = ("inputs", "targets", "mask", "ids", "lengths", "pixels", "labels", "extra")

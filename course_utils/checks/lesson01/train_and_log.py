@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 import random
 
+from ...probe import Spy, StopProbe, describe, run_learner
 from ..framework import a, check, expect_close, expect_no_error, expect_type, fail
-from ..probe_support import Spy, StopProbe, describe, run_learner
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

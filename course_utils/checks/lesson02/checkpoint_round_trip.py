@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import random
 
-from .. import references
-from ..framework import check, expect_no_error, fail, is_kind
-from ..probe_support import (
+from ...probe import (
     Spy,
     build_mlp,
     describe,
@@ -13,6 +11,8 @@ from ..probe_support import (
     parameter_values,
     run_learner,
 )
+from .. import references
+from ..framework import check, expect_no_error, fail, is_kind
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

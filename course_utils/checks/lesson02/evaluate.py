@@ -4,9 +4,7 @@ from __future__ import annotations
 import math
 import random
 
-from .. import references
-from ..framework import check, expect_close, expect_no_error, fail
-from ..probe_support import (  # noqa: F401 (names the probe uses)
+from ...probe import (  # noqa: F401 (names the probe uses)
     ForwardRecorder,
     StopProbe,
     TrackedBatches,
@@ -14,6 +12,8 @@ from ..probe_support import (  # noqa: F401 (names the probe uses)
     describe,
     run_learner,
 )
+from .. import references
+from ..framework import check, expect_close, expect_no_error, fail
 from . import expect_batches_moved
 
 

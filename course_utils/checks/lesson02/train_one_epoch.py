@@ -4,9 +4,7 @@ from __future__ import annotations
 import math
 import random
 
-from .. import references
-from ..framework import check, expect_close, expect_no_error, fail
-from ..probe_support import (
+from ...probe import (
     ForwardRecorder,
     StopProbe,
     TrackedBatches,
@@ -15,6 +13,8 @@ from ..probe_support import (
     parameter_values,
     run_learner,
 )
+from .. import references
+from ..framework import check, expect_close, expect_no_error, fail
 from . import expect_batches_moved
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import describe, run_learner
 from ..framework import case, check, expect_no_error, fail
-from ..probe_support import describe, run_learner
 from .time_fn import is_stub
 
 SIZES = [16, 32, 64, 128, 256, 512, 1024]

@@ -4,9 +4,9 @@ from __future__ import annotations
 import random
 import statistics
 
+from ...probe import SimulatedClock, SimulatedMachine, describe, run_learner
 from .. import machines
 from ..framework import case, check, expect_close, expect_no_error, fail, is_kind
-from ..probe_support import SimulatedClock, SimulatedMachine, describe, run_learner
 
 VISIBLE = [(machines.CUDA, "cuda", [0.004, 0.003, 0.002, 0.0021, 0.0019, 0.05, 0.0022]),
            (machines.CPU, "cpu", [0.003, 0.001, 0.0012, 0.09, 0.0011, 0.0013, 0.0014])]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import run_learner
 from ..framework import case, check, expect_no_error, fail
-from ..probe_support import run_learner
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

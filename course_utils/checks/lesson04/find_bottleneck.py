@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
+from ...probe import SimulatedMachine, Spy, run_learner
 from .. import machines
 from ..framework import CheckFailure, check, expect_no_error, fail
-from ..probe_support import SimulatedMachine, Spy, run_learner
 
 VISIBLE = [{"machine": machines.CUDA, "device": "cuda", "loader_ms": 1, "model_ms": 10,
             "batches": 4},

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import StopProbe, describe, run_learner
 from ..framework import case, check, expect_no_error, fail, is_kind
-from ..probe_support import StopProbe, describe, run_learner
 
 HINTS = {"OutOfMemoryError": "catch torch.OutOfMemoryError around the step, then try half.",
          "ValueError": "step() takes whole numbers >= 1: halve with `batch_size // 2`."}

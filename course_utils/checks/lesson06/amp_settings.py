@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
+from ...probe import SimulatedMachine, run_learner, type_name
 from .. import machines
 from ..framework import check, expect_no_error, fail
-from ..probe_support import SimulatedMachine, run_learner, type_name
 
 T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
 VISIBLE = [(machines.CUDA, "cuda"), (T4, "cuda"), (machines.CPU, "cpu")]

@@ -6,8 +6,8 @@ import json
 import math
 import random
 
+from ...probe import ForwardRecorder, Spy, build_mlp, describe, parameter_values, run_learner
 from ..framework import case, check, expect_close, expect_no_error, fail
-from ..probe_support import ForwardRecorder, Spy, build_mlp, describe, parameter_values, run_learner
 
 SCALE, OVERFLOW_SCALE = 256.0, 2.0**40  # 2**40 makes float16 gradients overflow: a skipped step
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from ...probe import Spy, build_mlp, parameter_values, run_learner
 from ..framework import check, expect_no_error, fail
-from ..probe_support import Spy, build_mlp, parameter_values, run_learner
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:

@@ -5,9 +5,9 @@ import random
 from dataclasses import asdict
 from itertools import pairwise
 
+from ...probe import describe
 from .. import machines
 from ..framework import case, check, expect_no_error, fail, is_kind
-from ..probe_support import describe
 
 # A run takes about 10 s of CPU (three processes import torch). A deadlock is caught by the
 # stall rule within seconds of the DDP wrap; the time limit only stops a run that never gets
@@ -17,7 +17,7 @@ STALL_S = 6.0  # after the DDP wrap, this long without a note from any rank mean
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
-    from ...distributed import RunConfig  # torch loads only when a check needs it
+    from ...lab.distributed import RunConfig  # torch loads only when a check needs it
 
     rng = random.Random(seed)
     config = RunConfig.example(seed=rng.randrange(10**6), samples=2 * rng.randint(12, 20),
@@ -35,7 +35,7 @@ def probe(script, inputs):
     import os
     from dataclasses import asdict
 
-    from course_utils.distributed import RunConfig, launch, remove, simulate_rank
+    from course_utils.lab.distributed import RunConfig, launch, remove, simulate_rank
 
     if not isinstance(script, (str, os.PathLike)) or not os.path.isfile(script):
         shown = repr(str(script))[:200] if isinstance(script, (str, os.PathLike)) else \
@@ -92,7 +92,7 @@ def _rank_errors(run, stall_s: float) -> None:
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_ddp_script(inputs, observations, hidden):
-    from ... import distributed as ddp
+    from ...lab import distributed as ddp
 
     if observations["simulated"] is None:
         fail(f"`script` is {observations['script']}, not the path of a script file.",

@@ -53,7 +53,8 @@ def _device_count(device_type: str) -> int:
 
 
 def available_devices() -> list[str]:
-    """Every device here, as its tensors report it: ['cuda:0', 'cuda:1', 'cpu'], ['mps:0', 'cpu']."""
+    """Every device here, as its tensors report it: ['cuda:0', 'cuda:1', 'cpu'] or
+    ['mps:0', 'cpu']."""
     names: list[str] = []
     accelerator = _accelerator_type()
     if accelerator is not None:

@@ -22,7 +22,7 @@ import sys
 from importlib import metadata
 from typing import Any, TextIO
 
-from .grading import sandbox as grading_sandbox
+from ..grading import sandbox as grading_sandbox
 
 #: Distribution name -> the label shown in the report.
 PACKAGES = {
@@ -240,7 +240,7 @@ def collect() -> dict[str, Any]:
             "requirements (make install) and use that environment."))
         return report
 
-    from .devices import available_devices, explain_device
+    from ..lab.devices import available_devices, explain_device
 
     # Read before anything below touches CUDA (asking for device properties initialises it).
     cuda_initialized = bool(torch.cuda.is_initialized())

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .grading.sandbox import SandboxUnavailable
+from ..grading.sandbox import SandboxUnavailable
 
 
 def _doctor(args) -> int:
@@ -15,7 +15,7 @@ def _doctor(args) -> int:
 
 
 def _release(args) -> int:
-    from .paths import course_root
+    from ..paths import course_root
     from .release import release
 
     root = course_root()
@@ -42,14 +42,14 @@ def _announce(isolation) -> None:
 
 
 def _grade(args) -> int:
-    from .grading.startup import skip_slow_optional_imports
+    from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
-    from .grading.records import Limits
-    from .grading.report import as_json, format_table
-    from .grading.roster import read_roster
-    from .grading.runner import grade
-    from .paths import course_root
+    from ..grading.records import Limits
+    from ..grading.report import as_json, format_table
+    from ..grading.roster import read_roster
+    from ..grading.runner import grade
+    from ..paths import course_root
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
@@ -89,10 +89,10 @@ def _grade(args) -> int:
 
 def _gradebook(args) -> int:
     """Create (or bring up to date) the gradebook formgrader opens, before any grading."""
-    from .grading import gradebook
-    from .grading.roster import read_roster
-    from .grading.structure import load_lesson
-    from .paths import check_lessons, course_root
+    from ..grading import gradebook
+    from ..grading.roster import read_roster
+    from ..grading.structure import load_lesson
+    from ..paths import check_lessons, course_root
 
     root = course_root()
     db_url = gradebook.database_url(

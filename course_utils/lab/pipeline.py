@@ -143,7 +143,7 @@ def time_stages(loader: Iterable, step: Callable, device, max_batches: int | Non
                 ) -> StageTimes:
     """Run ``step(batch)`` for each batch of ``loader``; time the wait and the step apart.
 
-    The clock stops only after :func:`~course_utils.devices.synchronize`: a GPU step returns
+    The clock stops only after :func:`~course_utils.lab.devices.synchronize`: a GPU step returns
     as soon as its kernels are queued, so without the sync its time would land on whatever
     waits next, and the model would look free.
     """

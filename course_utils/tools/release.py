@@ -10,8 +10,8 @@ from pathlib import Path
 
 import nbformat
 
+from ..paths import check_lessons, ensure_tools_on_path
 from .hygiene import clean_notebook
-from .paths import check_lessons, ensure_tools_on_path
 
 
 class ReleaseError(RuntimeError):

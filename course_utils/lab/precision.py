@@ -9,7 +9,7 @@
 * :func:`saved_tensor_bytes`, :func:`median_seconds`, :func:`measure_training` ->
   :class:`RunMeasurement`, :class:`Comparison`: speed, memory and accuracy, measured.
 
-Device logic (which device, how to wait for it) stays in :mod:`course_utils.devices`.
+Device logic (which device, how to wait for it) stays in :mod:`course_utils.lab.devices`.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class AmpPolicy:
         return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
 
     def make_scaler(self) -> torch.amp.GradScaler:
-        """A ``GradScaler`` that scales only where needed; disabled, all its methods pass through."""
+        """A ``GradScaler`` that scales only where needed (disabled, its methods pass through)."""
         return torch.amp.GradScaler(self.device_type, enabled=self.use_scaler)
 
 
@@ -328,8 +328,8 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     peak = _peak_memory(device, reset=False)
     with policy.autocast():
         accuracy = evaluate(model, test_batches, device)
-    return RunMeasurement(label or (f"autocast {str(policy.dtype).removeprefix('torch.')}" if policy.enabled
-                                    else "float32"),
-                          str(device), str(policy.dtype).removeprefix("torch."), len(times),
+    dtype_name = str(policy.dtype).removeprefix("torch.")
+    return RunMeasurement(label or (f"autocast {dtype_name}" if policy.enabled else "float32"),
+                          str(device), dtype_name, len(times),
                           statistics.median(times[1:] or times), saved, peak, accuracy, loss,
                           skipped)

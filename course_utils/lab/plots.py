@@ -9,7 +9,8 @@ __all__ = ["plot_history"]
 
 
 def plot_history(history: History):
-    """Draw a :class:`~course_utils.training.History`: losses per epoch, and accuracy if measured.
+    """Draw a :class:`~course_utils.lab.training.History`: losses per epoch, and accuracy if
+    measured.
 
     Returns the Figure. In a notebook, leave it as the cell's last expression to show it
     once (the figure is closed in pyplot, so it is not drawn a second time); elsewhere,

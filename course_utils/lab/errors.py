@@ -27,7 +27,7 @@ class ShownError:
 
 def short_error(error: BaseException) -> str:
     """'RuntimeError: message' plus, when known, the line of the learner's code that raised."""
-    from .checks.probe_support import describe_error
+    from ..probe import describe_error
 
     facts = describe_error(error)
     message = facts["message"].strip()

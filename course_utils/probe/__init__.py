@@ -1,0 +1,27 @@
+"""The kernel side: the pieces every probe is built from (see docs/architecture.md).
+
+A probe runs in the student's kernel, calls the learner's answer on the checker's inputs and
+reports plain, JSON-able facts. The grader sends this package's source (:func:`bundle.source`),
+then the probe's, so everything here is self-contained: plain Python and torch, imports inside
+functions, no module-level state, and no import of any other part of ``course_utils``.
+"""
+from .facts import (
+    LearnerRun,
+    NotSimulated,
+    StopProbe,
+    describe,
+    describe_error,
+    run_learner,
+    type_name,
+)
+from .instruments import ForwardRecorder, Spy, StopAfter, TrackedBatches, patched, track_moves
+from .models import build_mlp, optimizer_state_values, parameter_values
+from .simulated_clock import SimulatedClock
+from .simulated_machine import SimulatedMachine
+
+__all__ = [
+    "ForwardRecorder", "LearnerRun", "NotSimulated", "SimulatedClock", "SimulatedMachine", "Spy",
+    "StopAfter", "StopProbe", "TrackedBatches", "build_mlp", "describe", "describe_error",
+    "optimizer_state_values", "parameter_values", "patched", "run_learner", "track_moves",
+    "type_name",
+]

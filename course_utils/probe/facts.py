@@ -1,0 +1,147 @@
+"""Facts about values and errors, and calling the learner's code without crashing the probe.
+
+* :func:`describe`, :func:`describe_error` -- plain, JSON-able facts about a value, an exception;
+* :func:`run_learner` -- call the learner's code; its return value or its error, never a crash;
+* :class:`StopProbe` -- ends the learner's code once the probe has seen enough;
+* :class:`NotSimulated` -- a device query a simulated machine does not answer.
+"""
+
+
+class StopProbe(BaseException):
+    """Raised by a probe's hooks to end the learner's code early.
+
+    A BaseException, so that a learner's ``except Exception:`` does not swallow it.
+    """
+
+
+class NotSimulated(BaseException):
+    """The learner called a device query that a :class:`SimulatedMachine` does not answer."""
+
+
+def type_name(value):
+    """The name of a value's type, e.g. 'Tensor', 'Linear', 'NoneType'."""
+    return type(value).__name__
+
+
+def _course_package_folder():
+    """The installed course package's folder, located without importing it (the probe kit
+    stands below every other part of the course), or None where it is not installed."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("course_utils")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.abspath(next(iter(spec.submodule_search_locations)))
+
+
+def _is_library_file(filename):
+    """True for Python's, installed packages' and this course's own files and for the probe."""
+    import os
+    import sys
+
+    if filename == "<string>" or filename.startswith("<frozen"):
+        return True  # the grader's probe program (exec'd from a string), the interpreter
+    if filename.startswith("<"):
+        return False  # "<stdin>", "<ipython-input-...>": code the learner typed
+    own = _course_package_folder()
+    path = os.path.abspath(filename)
+    roots = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return ("site-packages" in path or "dist-packages" in path or any(
+        path.startswith(root + os.sep + "lib") for root in roots)
+        or (own is not None and path.startswith(own + os.sep)))
+
+
+def describe_error(error):
+    """Facts about an exception the learner's code raised, for verify() to classify.
+
+    ``kinds`` lists the exception's classes (most specific first), so verify() can ask
+    "is it a NameError?" without matching message text. ``line`` is the last line of the
+    learner's own code in the traceback (None when the error arose elsewhere), and
+    ``raised_in`` the library file that raised it, e.g. 'torch/cuda/__init__.py'.
+    """
+    import linecache
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)
+    learner = [frame for frame in frames if not _is_library_file(frame.filename)]
+    line = None
+    if learner:
+        frame = learner[-1]
+        text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+        line = {"lineno": frame.lineno, "text": text[:200], "function": frame.name}
+    raised_in = None
+    if frames and _is_library_file(frames[-1].filename):
+        parts = frames[-1].filename.replace("\\", "/").split("/")
+        anchor = max((i for i, part in enumerate(parts)
+                      if part in ("site-packages", "dist-packages")), default=len(parts) - 3)
+        raised_in = "/".join(parts[anchor + 1:])
+    message = str(error)[:400]
+    if isinstance(error, RecursionError):  # its wording depends on where the limit was hit
+        message = "maximum recursion depth exceeded"
+    return {
+        "type": type(error).__name__,
+        "kinds": [cls.__name__ for cls in type(error).__mro__
+                  if cls not in (BaseException, object)],
+        "message": message,
+        "attribute": getattr(error, "name", None) if isinstance(error, AttributeError) else None,
+        "line": line,
+        "raised_in": raised_in,
+    }
+
+
+class LearnerRun:
+    """What one call of the learner's code did: its value, its error, or a stop."""
+
+    def __init__(self, value=None, error=None, stopped=False):
+        self.value = value
+        self.error = error  # a describe_error() dict, or None
+        self.stopped = stopped  # a StopProbe ended it (the probe had seen enough)
+
+
+def run_learner(function, *args, **kwargs):
+    """Call the learner's ``function``; an exception becomes ``run.error``, never a crash."""
+    try:
+        return LearnerRun(value=function(*args, **kwargs))
+    except StopProbe:
+        return LearnerRun(stopped=True)
+    except NotSimulated as gap:
+        return LearnerRun(error={"type": "NotSimulated", "kinds": ["NotSimulated"],
+                                 "message": str(gap), "attribute": None, "line": None,
+                                 "raised_in": None})
+    except Exception as error:  # noqa: BLE001 - the learner's code raised: report it as data
+        return LearnerRun(error=describe_error(error))
+
+
+def describe(value, max_values=64):
+    """Plain, JSON-able facts about a value: type, then shape/dtype/device, then values."""
+    import torch
+
+    facts = {"type": type_name(value)}
+    if isinstance(value, torch.Tensor):
+        facts.update(
+            shape=list(value.shape),
+            dtype=str(value.dtype).replace("torch.", ""),
+            device=str(value.device),
+            requires_grad=bool(value.requires_grad),
+            has_grad_fn=value.grad_fn is not None,
+        )
+        if value.device.type != "meta" and value.numel() <= max_values:
+            facts["values"] = value.detach().to("cpu", torch.float64).flatten().tolist()
+    elif isinstance(value, torch.nn.Module):
+        params = list(value.parameters())
+        facts.update(
+            device=str(params[0].device) if params else None,
+            devices=sorted({str(p.device) for p in params}),
+            training=bool(value.training),
+        )
+    elif isinstance(value, torch.device):
+        facts.update(device_type=value.type, index=value.index, text=str(value))
+    elif isinstance(value, (bool, int, float, str)) or value is None:
+        facts["value"] = value
+    elif isinstance(value, (list, tuple)):
+        facts["items"] = [describe(item, max_values) for item in value[:max_values]]
+    elif isinstance(value, dict):
+        facts["items"] = {str(key): describe(item, max_values)
+                          for key, item in list(value.items())[:max_values]}
+    return facts

@@ -1,0 +1,166 @@
+"""Instruments a probe attaches to the learner's code, and removes afterwards.
+
+* :class:`patched` -- set attributes for the duration of a probe, then restore them;
+* :class:`Spy` -- record the calls of a function (and keep calling it);
+* :class:`ForwardRecorder` -- record each forward pass of a module: mode, grad, where the
+  inputs arrived;
+* :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
+* :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them.
+"""
+from .facts import StopProbe, type_name
+
+
+class patched:
+    """Context manager: set attributes for the duration of a probe, then restore them.
+
+    ``with patched([(torch.cuda, "is_available", lambda: False)]):``
+    """
+
+    def __init__(self, replacements):
+        self.replacements = list(replacements)
+        self.saved = []
+
+    def __enter__(self):
+        for owner, name, replacement in self.replacements:
+            self.saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, replacement)
+        return self
+
+    def __exit__(self, *exc_info):
+        for owner, name, original in reversed(self.saved):
+            setattr(owner, name, original)
+        self.saved.clear()
+        return False
+
+
+class Spy:
+    """Record every call of ``owner.name`` while active, then call the original.
+
+    ``calls`` holds, per call, what ``record(*args, **kwargs)`` returns (default: the
+    number of positional arguments). With ``log`` (a list shared by several spies and
+    hooks) each call appends ``label``, so a probe sees the order of events.
+    ``replacement(original, *args, **kwargs)`` runs instead of the original when given.
+    """
+
+    def __init__(self, owner, name, label=None, log=None, record=None, replacement=None):
+        self.owner, self.name = owner, name
+        self.label = label or name
+        self.log = log
+        self.record = record or (lambda *args, **kwargs: {"args": len(args)})
+        self.replacement = replacement
+        self.calls = []
+        self._patch = None
+
+    def __enter__(self):
+        original = getattr(self.owner, self.name)
+
+        def spy(*args, **kwargs):
+            self.calls.append(self.record(*args, **kwargs))
+            if self.log is not None:
+                self.log.append(self.label)
+            if self.replacement is not None:
+                return self.replacement(original, *args, **kwargs)
+            return original(*args, **kwargs)
+
+        self._patch = patched([(self.owner, self.name, spy)]).__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._patch.__exit__(*exc_info)
+
+
+class ForwardRecorder:
+    """Record each forward pass of ``module``: mode, autograd, autocast and the first input.
+
+    ``stop_if(record)`` returning True raises :class:`StopProbe` before the forward pass runs
+    (e.g. inputs on the wrong device, which on a real GPU would raise a mismatch error).
+    """
+
+    def __init__(self, module, log=None, stop_if=None):
+        import torch
+
+        self.records = []
+
+        def hook(mod, args):
+            first = args[0] if args else None
+            record = {
+                "training": bool(mod.training),
+                "grad_enabled": torch.is_grad_enabled(),
+                "inference_mode": torch.is_inference_mode_enabled(),
+                "input_type": type_name(first),
+                "input_device": str(first.device) if isinstance(first, torch.Tensor) else None,
+                "input_dtype": (str(first.dtype).replace("torch.", "")
+                                if isinstance(first, torch.Tensor) else None),
+                "autocast": {kind: torch.is_autocast_enabled(kind) for kind in ("cpu", "cuda")},
+            }
+            self.records.append(record)
+            if log is not None:
+                log.append("forward")
+            if stop_if is not None and stop_if(record):
+                raise StopProbe()
+
+        self._handle = module.register_forward_pre_hook(hook)
+
+    def remove(self):
+        self._handle.remove()
+
+
+class StopAfter:
+    """An iterable over ``loader`` that stops the learner's loop after ``batches`` batches.
+
+    ``len()`` is the loader's, as the learner expects; the loop is ended with
+    :class:`StopProbe` when it asks for one batch more than allowed.
+    """
+
+    def __init__(self, loader, batches):
+        self.loader, self.batches, self.served = loader, batches, 0
+        self.dataset = getattr(loader, "dataset", None)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            if self.served >= self.batches:
+                raise StopProbe()
+            self.served += 1
+            yield batch
+
+
+def track_moves(tensor, moves):
+    """``tensor`` as a subclass whose ``.to()``, ``.cuda()`` and ``.cpu()`` record in ``moves``
+    the device they return, so a probe can tell "moved, but the copy was thrown away"
+    (``x.to(device)`` without assignment) from "never moved"."""
+    import torch
+
+    class Tracked(torch.Tensor):
+        def to(self, *args, **kwargs):
+            moved = super().to(*args, **kwargs)
+            moves.append(str(moved.device))
+            return moved
+
+        def cuda(self, *args, **kwargs):
+            moves.append("cuda")
+            return super().cuda(*args, **kwargs)
+
+        def cpu(self, *args, **kwargs):
+            moves.append("cpu")
+            return super().cpu(*args, **kwargs)
+
+    return tensor.as_subclass(Tracked)
+
+
+class TrackedBatches:
+    """A loader whose batches are :func:`track_moves` tensors; ``len()`` and ``dataset`` as
+    the wrapped loader's."""
+
+    def __init__(self, loader, moves):
+        self.loader, self.moves = loader, moves
+        self.dataset = getattr(loader, "dataset", None)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield tuple(track_moves(item, self.moves) for item in batch)

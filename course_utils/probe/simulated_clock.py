@@ -1,0 +1,103 @@
+"""A clock that moves only when the probe says so, and devices that run work later."""
+from .facts import StopProbe
+from .instruments import patched
+
+
+class SimulatedClock:
+    """A clock that moves only when the probe says so, and devices that run work later.
+
+    While active, ``time.perf_counter``, ``time.time``, ``time.monotonic``, their ``_ns``
+    forms and ``timeit.default_timer`` read :attr:`now` in the probe's thread (other threads
+    get the real time); ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
+    ``torch.accelerator.synchronize`` first answer as the active :class:`SimulatedMachine`
+    would (raising where it raises), then wait for that device's queued work. The probe
+    spends time with :meth:`cpu` (the CPU works before returning) and :meth:`launch` (work
+    queued on a device, 'cuda:0' or 'mps', that runs after what is queued there already).
+    ``log`` (shareable) gets ``{"event": "clock", "pending": [devices still busy]}`` per
+    reading and ``{"event": "sync", "api": ..., "device": ...}`` per synchronisation
+    (device None when the call raised); past ``limit`` entries a :class:`StopProbe` ends
+    the learner's code, so a loop waiting for this clock cannot hang. ``namespaces`` (e.g.
+    the learner's function's ``__globals__``) get the simulated clocks too, in place of names
+    bound to the real ones (``from time import perf_counter``).
+    """
+
+    CLOCKS = ("perf_counter", "time", "monotonic")
+
+    def __init__(self, log=None, start=1000.0, limit=5000, namespaces=()):
+        self.now, self.busy_until = float(start), {}
+        self.log = [] if log is None else log
+        self.limit, self.namespaces = limit, list(namespaces)
+        self._patch, self._renamed = None, []
+
+    def cpu(self, seconds):
+        self.now += seconds
+
+    def launch(self, device, seconds):
+        self.busy_until[device] = max(self.busy_until.get(device, self.now), self.now) + seconds
+
+    def pending(self):
+        return sorted(device for device, until in self.busy_until.items() if until > self.now)
+
+    def _note(self, event):
+        self.log.append(event)
+        if len(self.log) > self.limit:
+            raise StopProbe()
+
+    def __enter__(self):
+        import threading
+        import time
+        import timeit
+
+        import torch
+
+        main = threading.get_ident()
+
+        def clock(original, per_second=None):
+            def read(*args, **kwargs):
+                if threading.get_ident() != main:
+                    return original(*args, **kwargs)
+                self._note({"event": "clock", "pending": self.pending()})
+                return self.now if per_second is None else int(self.now * per_second)
+            return read
+
+        def cuda(device=None):
+            index = device if isinstance(device, int) else (
+                None if device is None else torch.device(device).index)
+            return f"cuda:{torch.cuda.current_device() if index is None else index}"
+
+        def accelerator(device=None):
+            kind = torch.accelerator.current_accelerator().type
+            return cuda(device) if kind == "cuda" else kind
+
+        def sync(owner, api, which):
+            original = owner.synchronize
+
+            def synchronize(*args, **kwargs):
+                event = {"event": "sync", "api": api, "device": None}
+                self._note(event)
+                original(*args, **kwargs)
+                event["device"] = which(*args, **kwargs)
+                self.now = max(self.now, self.busy_until.get(event["device"], self.now))
+            return (owner, "synchronize", synchronize)
+
+        clocks = ([(time, name, clock(getattr(time, name))) for name in self.CLOCKS]
+                  + [(time, f"{name}_ns", clock(getattr(time, f"{name}_ns"), 10**9))
+                     for name in self.CLOCKS]
+                  + [(timeit, "default_timer", clock(timeit.default_timer))])
+        simulated = {id(getattr(owner, name)): new for owner, name, new in clocks}
+        self._patch = patched(clocks + [
+            sync(torch.cuda, "torch.cuda.synchronize", cuda),
+            sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
+            sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()
+        for namespace in self.namespaces:
+            for key, value in list(namespace.items()):
+                if id(value) in simulated:
+                    self._renamed.append((namespace, key, value))
+                    namespace[key] = simulated[id(value)]
+        return self
+
+    def __exit__(self, *exc_info):
+        for namespace, key, value in reversed(self._renamed):
+            namespace[key] = value
+        self._renamed.clear()
+        return self._patch.__exit__(*exc_info)
