@@ -1,4 +1,4 @@
-"""train_without_syncs(): the same training as before, one read of a device value, after the loop."""
+"""train_without_syncs(): the same training, one read of a device value, after the loop."""
 from __future__ import annotations
 
 import functools
@@ -6,8 +6,8 @@ import json
 import math
 import random
 
+from ...probe import Spy, build_mlp, parameter_values, run_learner, type_name
 from ..framework import check, expect_close, expect_no_error, fail
-from ..probe_support import Spy, build_mlp, parameter_values, run_learner, type_name
 
 STEP = "for each batch: optimizer.zero_grad(), loss_fn(model(features), labels), backward, step."
 
@@ -71,7 +71,8 @@ def probe(train_without_syncs, inputs):
     value = run.value
     return {"error": run.error, "log": log, "type": type_name(value),
             "value": float(value) if isinstance(value, (int, float)) else None,
-            "losses": [loss.item() for loss in map(torch.Tensor.detach, losses)], "params": parameter_values(model)}
+            "losses": [loss.detach().item() for loss in losses],
+            "params": parameter_values(model)}
 
 
 @functools.lru_cache(maxsize=32)
