@@ -16,8 +16,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Operators that copy a device's number to the host: on a GPU each one waits for the queue.
-SYNC_OPS = ("aten::_local_scalar_dense", "aten::item", "aten::is_nonzero")
+# The operator that copies a tensor's number to the host (.item(), float(), bool(), print): on
+# a GPU, for a GPU tensor, the host waits there for the queue to empty.
+SYNC_OPS = ("aten::_local_scalar_dense",)
 GPU_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 
 
@@ -76,7 +77,7 @@ class TraceSummary:
 
     operators: int  # PyTorch operators (cpu_op events)
     kernels: int  # device kernels (0 without a GPU)
-    sync_points: dict[str, int]  # operator or runtime call -> times: where the host waited
+    sync_points: dict[str, int]  # "operator (in 'range')" -> times: where the host read a value
     kernel_busy: float | None  # share of the kernels' span the device computed (None: no kernels)
 
 
@@ -90,7 +91,15 @@ def summarize_trace(path: str | Path) -> TraceSummary:
               if e.get("ph") == "X"]
     operators = [e for e in events if e.get("cat") == "cpu_op"]
     kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel")
-    syncs = Counter(e["name"] for e in events if e["name"] in SYNC_OPS + GPU_SYNC_CALLS)
+    ranges = [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events  # record_function's
+              if e.get("cat") == "user_annotation" and not e["name"].startswith("ProfilerStep")]
+
+    def where(event) -> str:
+        inside = [r for r in ranges if r[0] <= event["ts"] <= r[1]]
+        innermost = min(inside, key=lambda r: r[1] - r[0], default=None)
+        return f"in {innermost[2]!r}" if innermost else "outside your ranges"
+    syncs = Counter(f"{e['name']} ({where(e)})" for e in events
+                    if e["name"] in SYNC_OPS + GPU_SYNC_CALLS)
     busy = None
     if kernels:
         covered, end = 0.0, kernels[0][0]
