@@ -5,7 +5,12 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Learners get what the lessons need; the test tools (pytest, ruff, Playwright, psycopg) come
+# with `make test` and `make instructor` only.
+STAMP := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
+MIN_PYTHON := 3.10
+AT_LEAST_MIN := import sys; sys.exit(sys.version_info < (3, 10))
 LAB_FLAGS ?=
 # Three workers on this course's 2-core CI machine: many tests wait on servers, browsers and
 # subprocesses, so two workers left the cores idle about half the time. One test file per
@@ -32,15 +37,30 @@ INSTRUCTOR_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH" \
 
 .PHONY: lab instructor test install release release-check bench lock clean-venv
 
-install: $(STAMP)
+install: $(TEST_STAMP)
+
+# Before pip: one clear line for a Python that is too old (pip would end in a bare
+# ResolutionImpossible), and a .venv made by one is rebuilt rather than kept.
+define venv
+	@$(PYTHON) -c '$(AT_LEAST_MIN)' 2>/dev/null || { echo "The course needs Python \
+	$(MIN_PYTHON) or newer, and '$(PYTHON)' is $$($(PYTHON) --version 2>&1 || echo missing): \
+	run 'make $(or $(MAKECMDGOALS),install) PYTHON=python3.12' (any Python >= $(MIN_PYTHON))."; exit 1; }
+	@if test -x $(PY) && ! $(PY) -c '$(AT_LEAST_MIN)'; then \
+		echo "Rebuilding $(VENV): it was made by a Python older than $(MIN_PYTHON)."; rm -rf $(VENV); fi
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --disable-pip-version-check torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX))
+endef
 
 # Reinstall only when the dependency declarations change.
 $(STAMP): pyproject.toml requirements.lock
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --disable-pip-version-check torch==$(TORCH_VERSION) --index-url $(TORCH_INDEX))
-	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
+	$(venv)
+	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable .
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
 	@touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check --constraint requirements.lock --editable '.[test,postgres]'
+	@touch $(TEST_STAMP)
 
 # Learners: the released notebooks, learner extensions only.
 lab: $(STAMP)
@@ -48,11 +68,11 @@ lab: $(STAMP)
 
 # Instructors: the whole course (formgrader needs the course folder inside the lab's root),
 # with the gradebook migrated and the lessons registered before formgrader first opens.
-instructor: $(STAMP)
+instructor: $(TEST_STAMP)
 	$(INSTRUCTOR_ENV) $(VENV)/bin/course gradebook
 	$(INSTRUCTOR_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(HERE)" $(ROOT_FLAG) $(LAB_FLAGS)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_FLAGS)
 

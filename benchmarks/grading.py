@@ -6,8 +6,11 @@ Generates submissions of lessons 00 and 01 (half the instructor's solutions, hal
 releases) and grades the same files with:
 
 * ``nbgrader autograde`` (one command per lesson, as an instructor would run it);
-* ``course grade --jobs 1`` in the sandbox, and with ``--unsafe-no-sandbox`` (the sandbox's cost);
+* ``course grade --jobs 1`` in the sandbox, with ``--unsafe-no-sandbox`` (the sandbox's cost)
+  and with ``--unsafe-no-limits`` (the cost of a cgroup per sandbox);
 * ``course grade --jobs 2``.
+
+``--limits-only`` runs just ``--jobs 1`` with and without the cgroup limits.
 
 Every command runs in its own process, start-up included. Prints submissions per minute, the
 ratios the grading design promises (``--jobs 1`` at least 2x nbgrader; the sandbox costing at
@@ -30,6 +33,7 @@ import nbformat
 
 from course_utils.grading.gradebook import Gradebook
 from course_utils.grading.report import read_csv
+from course_utils.lab import timing
 from course_utils.paths import course_root, ensure_tools_on_path
 
 LESSONS = ("00_setup", "01_tensors_devices")
@@ -104,39 +108,55 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _grade_all(root: Path, submissions: Path, folder: Path,
+               limits_only: bool) -> dict[str, tuple[float, Scores]]:
+    """Each tool's (seconds, scores) on the same submissions."""
+    runs = {"course grade --jobs 1": course_grade(root, submissions, folder / "j1", "--jobs", "1"),
+            "course grade --jobs 1 --unsafe-no-limits": course_grade(
+                root, submissions, folder / "j1l", "--jobs", "1", "--unsafe-no-limits")}
+    if limits_only:
+        return runs
+    return {"nbgrader autograde": nbgrader_autograde(root, submissions, folder), **runs,
+            "course grade --jobs 1 --unsafe-no-sandbox": course_grade(
+                root, submissions, folder / "j1u", "--jobs", "1", "--unsafe-no-sandbox"),
+            "course grade --jobs 2": course_grade(root, submissions, folder / "j2", "--jobs", "2")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--per-lesson", type=int, default=6, help="submissions per lesson")
+    parser.add_argument("--limits-only", action="store_true",
+                        help="only --jobs 1 with and without the cgroup limits")
     args = parser.parse_args()
     root = course_root()
     ensure_tools_on_path()  # nbgrader runs this environment's `alembic`
-    print(f"{platform.node()}: {os.cpu_count()} cores, {_cpu_model()}; "
+    print(f"{platform.node()}: {timing.describe_machine('cpu')}; "
           f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as temporary:
         folder = Path(temporary)
         submissions = folder / "submissions"
         total = make_submissions(root, submissions, args.per_lesson)
         print(f"{total} submissions of {', '.join(LESSONS)} (half solved, half blank)\n")
-        runs = {
-            "nbgrader autograde": nbgrader_autograde(root, submissions, folder),
-            "course grade --jobs 1": course_grade(root, submissions, folder / "j1", "--jobs", "1"),
-            "course grade --jobs 1 --unsafe-no-sandbox": course_grade(
-                root, submissions, folder / "j1u", "--jobs", "1", "--unsafe-no-sandbox"),
-            "course grade --jobs 2": course_grade(root, submissions, folder / "j2", "--jobs", "2"),
-        }
+        runs = _grade_all(root, submissions, folder, args.limits_only)
     rate = {name: total / seconds * 60 for name, (seconds, _) in runs.items()}
     width = max(map(len, runs))
     for name, (seconds, _) in runs.items():
         print(f"{name:<{width}}  {seconds:6.1f} s  {rate[name]:5.1f} submissions/minute")
-    per_core = rate["course grade --jobs 1"] / rate["nbgrader autograde"]
-    sandbox_cost = 1 - rate["course grade --jobs 1"] / rate["course grade --jobs 1 --unsafe-no-sandbox"]
-    print(f"\n--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
+    one = rate["course grade --jobs 1"]
+    limits_cost = 1 - one / rate["course grade --jobs 1 --unsafe-no-limits"]
+    print(f"\ncgroup limits' cost at --jobs 1: {limits_cost:+.1%} (goal: under 10 %)")
+    if args.limits_only:
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
+    per_core = one / rate["nbgrader autograde"]
+    sandbox_cost = 1 - one / rate["course grade --jobs 1 --unsafe-no-sandbox"]
+    print(f"--jobs 1 / nbgrader autograde: {per_core:.2f}x (goal: at least 2x)")
     print(f"sandbox cost at --jobs 1: {sandbox_cost:+.1%} (goal: at most 10 %)")
-    print(f"--jobs 2 / --jobs 1: {rate['course grade --jobs 2'] / rate['course grade --jobs 1']:.2f}x")
+    print(f"--jobs 2 / --jobs 1: {rate['course grade --jobs 2'] / one:.2f}x")
     reference = runs["nbgrader autograde"][1]
     same = all(scores == reference for _, scores in runs.values())
-    print(f"same score for every submission from all four: {same}")
+    print(f"same score for every submission from all of them: {same}")
     if not same:
         for name, (_, scores) in runs.items():
             differing = {key: (scores.get(key), reference.get(key))

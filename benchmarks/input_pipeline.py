@@ -14,35 +14,19 @@ test.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import platform
 import statistics
-from pathlib import Path
 
 import torch
 from torch.utils import benchmark
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils import data, get_device, pipeline, synchronize
-
-
-def cpu_model() -> str:
-    """The CPU's model name ('AMD EPYC 7B13'), or what platform knows."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+from course_utils import data, get_device, pipeline, synchronize, timing
 
 
 def machine(device: torch.device) -> str:
-    name = device.type
-    if device.type == "cuda":
-        name = f"{device} ({torch.cuda.get_device_name(device)})"
-    return (f"{os.cpu_count()} cores, {cpu_model()}, PyTorch {torch.__version__} "
-            f"({torch.get_num_threads()} threads), Python {platform.python_version()}, "
-            f"start method {multiprocessing.get_start_method()}, device {name}")
+    return (f"{timing.describe_machine(device)}, Python {platform.python_version()}, "
+            f"start method {multiprocessing.get_start_method()}")
 
 
 def epoch_seconds(batches, device: torch.device) -> float:

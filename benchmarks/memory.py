@@ -6,23 +6,21 @@ The model is lesson 05's: 8 Linear layers of width 256 with GELU between them, c
 1, 2, 4 or 8 checkpointed segments (torch.utils.checkpoint, use_reentrant=False). For each it
 prints the activation bytes kept from the forward to the backward pass (saved_tensors_hooks),
 the largest segment's activations (recomputed at once in the backward pass), and the step
-time (fastest of --repeats interleaved runs), as ratios to the step without checkpointing.
+time (the fastest block of timing.benchmark, which runs for 0.05 s x --repeats), as ratios to
+the step without checkpointing.
 Run it on an otherwise idle machine; it is a benchmark, not a test.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from course_utils import get_device, memory
+from course_utils import get_device, memory, timing
 
 
 def deep_mlp(width: int = 256, depth: int = 8, classes: int = 10) -> nn.Sequential:
@@ -56,23 +54,13 @@ def largest_segment_bytes(net: nn.Sequential, x: torch.Tensor, n_segments: int) 
     return largest
 
 
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="timed runs of each step")
     parser.add_argument("--batch", type=int, default=256, help="examples per batch")
     args = parser.parse_args()
     device = get_device()
-    print(f"{os.cpu_count()} cores, {cpu_model()}, {torch.get_num_threads()} torch threads; "
-          f"PyTorch {torch.__version__}; device {device}")
+    print(timing.describe_machine(device))
 
     torch.manual_seed(0)
     net = deep_mlp().to(device)
@@ -84,11 +72,13 @@ def main() -> None:
         net.zero_grad(set_to_none=True)
         F.cross_entropy(forward(net, x, n_segments), y).backward()
 
-    seconds = memory.time_steps({str(n): (lambda n=n: step(n)) for n in choices},
-                                repeats=args.repeats, device=device)
+    # The fastest block of each: on a busy machine, the least disturbed.
+    seconds = {str(n): timing.benchmark(lambda n=n: step(n), device,
+                                        min_run_time=0.05 * args.repeats).min_s
+               for n in choices}
     _, plain = memory.saved_for_backward(lambda: forward(net, x, None), net.parameters())
-    print(f"8-layer GELU MLP, width 256, batch {args.batch}; step time = fastest of "
-          f"{args.repeats} interleaved runs")
+    print(f"8-layer GELU MLP, width 256, batch {args.batch}; step time = fastest block "
+          "of timing.benchmark")
     print(f"{'segments':>8} {'kept':>11} {'fewer kept':>11} {'+ recomputed':>13} "
           f"{'step':>10} {'time ratio':>11}")
     base = seconds["None"]

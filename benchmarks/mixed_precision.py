@@ -21,15 +21,12 @@ benchmark, not a test.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import data, get_device, precision
+from course_utils import data, get_device, memory, precision, timing
 
 
 def digits_mlp() -> nn.Sequential:
@@ -42,22 +39,9 @@ def wide_mlp() -> nn.Sequential:
                          nn.Linear(512, 256))
 
 
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def machine_line(device: torch.device) -> str:
-    where = str(device)
-    if device.type == "cuda":
-        where += f" ({torch.cuda.get_device_name(device)})"
-    return (f"{os.cpu_count()} cores, {cpu_model()}, CPU capability "
-            f"{torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} torch threads; "
-            f"PyTorch {torch.__version__}; device {where}")
+    return (f"{timing.describe_machine(device)}; CPU capability "
+            f"{torch.backends.cpu.get_cpu_capability()}")
 
 
 def fastest_interleaved(runs: dict, device: torch.device, repeats: int) -> dict:
@@ -65,7 +49,8 @@ def fastest_interleaved(runs: dict, device: torch.device, repeats: int) -> dict:
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
         for name, run in runs.items():
-            best[name] = min(best[name], precision.median_seconds(run, device, repeat=3))
+            best[name] = min(best[name],
+                             timing.benchmark(run, device, min_run_time=0.05).median_s)
     return best
 
 
@@ -123,7 +108,8 @@ def main() -> None:
         best = fastest_interleaved({"float32": lambda a=a, b=b: a @ b,
                                     "reduced": lambda a=a16, b=b16: a @ b}, device, args.repeats)
         print(f"  n = {n:<5} float32 {best['float32'] * 1e3:8.2f} ms   reduced "
-              f"{best['reduced'] * 1e3:8.2f} ms   speed-up {best['float32'] / best['reduced']:.2f}x")
+              f"{best['reduced'] * 1e3:8.2f} ms   "
+              f"speed-up {best['float32'] / best['reduced']:.2f}x")
 
     X_train, y_train, X_test, y_test = data.digits_tensors(device=device)
     print("\nbytes kept for backward, digits MLP (autocast / float32):")
@@ -133,11 +119,15 @@ def main() -> None:
         kept = {}
         for name, policy in policies.items():
             with policy.autocast():
-                kept[name] = precision.saved_tensor_bytes(
-                    lambda batch=batch: F.cross_entropy(model(X_train[:batch]), y_train[:batch]),
+                inputs = X_train[:batch].clone()  # a slice (a view) would hold all of X_train
+                _, saved = memory.saved_for_backward(
+                    lambda inputs=inputs, batch=batch: F.cross_entropy(model(inputs),
+                                                                       y_train[:batch]),
                     exclude=model.parameters())
+                kept[name] = saved.activation_bytes
         print(f"  batch {batch:<5} float32 {kept['float32'] / 2**10:7.0f} KiB   autocast "
-              f"{kept['autocast'] / 2**10:7.0f} KiB   ratio {kept['autocast'] / kept['float32']:.2f}")
+              f"{kept['autocast'] / 2**10:7.0f} KiB   "
+              f"ratio {kept['autocast'] / kept['float32']:.2f}")
 
     train = data.TensorBatches(X_train, y_train, batch_size=64, shuffle=True, seed=0)
     test = data.TensorBatches(X_test, y_test, batch_size=512)

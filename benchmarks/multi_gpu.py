@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from course_utils.lab import timing
 from course_utils.lab.distributed import launch, remove
 
 RANK_SCRIPT = textwrap.dedent('''
@@ -74,16 +75,6 @@ RANK_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def step_time(script: Path, nproc: int, gpus: bool, threads: int | None = None) -> dict:
     """Seconds per step of the slowest rank, from one torchrun run."""
     saved = os.environ.pop("OMP_NUM_THREADS", None)
@@ -126,8 +117,7 @@ def main() -> None:
                       BENCH_WIDTH=str(args.width))
     gpus = torch.cuda.device_count()
     device = ", ".join(torch.cuda.get_device_name(i) for i in range(gpus)) or "no CUDA GPU"
-    print(f"{platform.node()}: {os.cpu_count()} cores, {cpu_model()}; PyTorch "
-          f"{torch.__version__}; {device}")
+    print(f"{platform.node()}: {timing.describe_machine('cpu')}; {device}")
     print(f"MLP {args.width}-{args.width}-{args.width}-10, global batch {args.batch}, "
           f"median of 5 windows of {args.steps} steps after 5 of warm-up")
     with tempfile.TemporaryDirectory(prefix="bench-ddp-") as folder:

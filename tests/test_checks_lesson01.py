@@ -328,7 +328,8 @@ def predict_not_done(model, inputs):
 @pytest.mark.parametrize("answer", [predict, predict_detach])
 def test_predict_correct(answer, capsys):
     passes(checks.check_predict, answer)
-    assert "✔ predict() runs the model on the device its parameters are on" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "✔ predict() runs the model on the device its parameters are on" in shown
 
 
 @pytest.mark.parametrize("answer, expected", [

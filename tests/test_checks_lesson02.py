@@ -1,6 +1,7 @@
 """Lesson 02 checks: right answers pass, each typical mistake gets its own hint."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -67,6 +68,42 @@ def epoch_weighted_by_examples(model, loader, loss_fn, optimizer, device):
     return total / len(loader.dataset)
 
 
+def _move(features, labels, move, where):
+    """The batch as a variant moves it ('unassigned': `.to()` called, its result dropped)."""
+    if move == "unassigned":
+        features.to(where)
+        labels.to(where)
+    if move in ("both", "features"):
+        features = features.to(where)
+    if move == "both":
+        labels = labels.to(where)
+    return features, labels
+
+
+def _add_loss(total, kept, loss, keep):
+    """The running total after one batch, kept as a variant keeps it."""
+    if keep == "tensor":
+        return total + loss
+    if keep == "detached":
+        return total + loss.detach()
+    if keep == "list":
+        kept.append(loss)
+        return total
+    return total + loss.item()
+
+
+def _result(total, kept, loss, keep, returns, batches):
+    if keep == "list":
+        return sum(item.item() for item in kept) / len(kept)
+    if returns == "last":
+        return loss.item()
+    if returns == "sum":
+        return total
+    if returns == "tensor-then-item":
+        return total.item() / batches
+    return total / batches
+
+
 def _epoch(move="both", zero_grad="each", train=True, keep="item", step=True,
            returns="mean", own_loss=False, no_grad=False, device_name="device"):
     """Build one variant of train_one_epoch with one mistake in it."""
@@ -79,19 +116,10 @@ def _epoch(move="both", zero_grad="each", train=True, keep="item", step=True,
             optimizer.zero_grad()
         total, kept, loss = 0.0, [], None
         for features, labels in loader:
-            if move == "unassigned":
-                features.to(where)
-                labels.to(where)
-            if move in ("both", "features"):
-                features = features.to(where)
-            if move == "both":
-                labels = labels.to(where)
+            features, labels = _move(features, labels, move, where)
             if zero_grad == "each":
                 optimizer.zero_grad()
-            if no_grad:
-                with torch.no_grad():
-                    outputs = model(features)
-            else:
+            with torch.no_grad() if no_grad else contextlib.nullcontext():
                 outputs = model(features)
             loss = (F.cross_entropy if own_loss else loss_fn)(outputs, labels)
             loss.backward()
@@ -99,23 +127,8 @@ def _epoch(move="both", zero_grad="each", train=True, keep="item", step=True,
                 optimizer.zero_grad()
             if step:
                 optimizer.step()
-            if keep == "item":
-                total += loss.item()
-            elif keep == "tensor":
-                total += loss
-            elif keep == "detached":
-                total += loss.detach()
-            elif keep == "list":
-                kept.append(loss)
-        if keep == "list":
-            return sum(item.item() for item in kept) / len(kept)
-        if returns == "last":
-            return loss.item()
-        if returns == "sum":
-            return total
-        if returns == "tensor-then-item":
-            return total.item() / len(loader)
-        return total / len(loader)
+            total = _add_loss(total, kept, loss, keep)
+        return _result(total, kept, loss, keep, returns, len(loader))
 
     return variant
 

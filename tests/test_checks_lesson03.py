@@ -6,6 +6,7 @@ import time
 import timeit
 from time import perf_counter
 
+import numpy as np
 import pytest
 import torch
 
@@ -87,9 +88,31 @@ def time_fn_with_imported_clock(fn, device, warmup, repeats):
     return statistics.median(times)
 
 
+def time_fn_with_timeit_repeat(fn, device, warmup, repeats):
+    """Right: timeit.repeat, one call per repetition (timeit bound its clock at import)."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+
+    def once():
+        fn()
+        synchronize(device)
+    return statistics.median(timeit.repeat(once, repeat=repeats, number=1))
+
+
+def time_fn_with_a_timer(fn, device, warmup, repeats):
+    """Right: a timeit.Timer on time.perf_counter, and integer nanoseconds elsewhere."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    timer = timeit.Timer(lambda: (fn(), synchronize(device)), timer=time.perf_counter)
+    return statistics.median(timer.repeat(repeat=repeats, number=1))
+
+
 @pytest.mark.parametrize("answer", [time_fn, time_fn_with_accelerator_api,
                                     time_fn_with_vendor_apis, time_fn_syncing_everywhere,
-                                    time_fn_with_imported_clock],
+                                    time_fn_with_imported_clock, time_fn_with_timeit_repeat,
+                                    time_fn_with_a_timer],
                          ids=lambda f: f.__name__)
 def test_time_fn_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_time_fn, answer)
@@ -307,8 +330,16 @@ def crossover_with_all(sizes, cpu_times, acc_times):
     return None
 
 
-@pytest.mark.parametrize("answer", [crossover, crossover_from_the_end, crossover_with_all],
-                         ids=lambda f: f.__name__)
+def crossover_with_numpy(sizes, cpu_times, acc_times):
+    """Right: NumPy does the comparison and the size comes back as a NumPy integer."""
+    wins = np.asarray(acc_times) < np.asarray(cpu_times)
+    losses = np.flatnonzero(~wins)
+    first = losses[-1] + 1 if losses.size else 0
+    return np.asarray(sizes)[first] if first < len(sizes) else None
+
+
+@pytest.mark.parametrize("answer", [crossover, crossover_from_the_end, crossover_with_all,
+                                    crossover_with_numpy], ids=lambda f: f.__name__)
 def test_crossover_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_crossover, answer)
     printed = capsys.readouterr().out

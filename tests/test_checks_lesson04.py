@@ -286,8 +286,25 @@ class NumpyGenerator(PythonRandom):
             yield self.features[index], self.labels[index]
 
 
+class DeviceGenerator(DeviceBatches):
+    """Right: the generator lives on the data's device (best practice on CUDA)."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        super().__init__(features, labels, batch_size, seed, drop_last)
+        self.generator = torch.Generator(device=features.device).manual_seed(seed)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.labels), generator=self.generator,
+                               device=self.features.device)
+        stop = len(self) * self.batch_size if self.drop_last else len(order)
+        for start in range(0, stop, self.batch_size):
+            index = order[start:start + self.batch_size]
+            yield self.features[index], self.labels[index]
+
+
 @pytest.mark.parametrize("batches", [DeviceBatches, WithTensorBatches, SeededPerEpoch,
-                                     PythonRandom, NumpyGenerator], ids=lambda c: c.__name__)
+                                     PythonRandom, NumpyGenerator, DeviceGenerator],
+                         ids=lambda c: c.__name__)
 def test_device_batches_right_answers_keep_full_marks(batches, capsys):
     passes(checks.check_device_batches, batches)
     assert "tested with n=10, batch_size=4." in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -157,9 +158,22 @@ def largest_not_done(step, start):
     raise NotImplementedError()
 
 
+def largest_with_numpy_sizes(step, start):
+    """Right: the sizes are NumPy integers (e.g. from np.right_shift); step() accepts them."""
+    batch_size = np.int64(start)
+    while True:
+        try:
+            step(batch_size)
+            return batch_size
+        except torch.OutOfMemoryError:
+            if batch_size == 1:
+                raise
+        batch_size = np.right_shift(batch_size, 1)
+
+
 @pytest.mark.parametrize("answer", [largest_batch_size, largest_with_course_helper,
                                     largest_with_a_flag, largest_with_continue,
-                                    largest_with_suppress],
+                                    largest_with_suppress, largest_with_numpy_sizes],
                          ids=lambda f: f.__name__)
 def test_largest_batch_size_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_largest_batch_size, answer)

@@ -123,6 +123,29 @@ def test_accumulation_wrong_answers_score_zero_and_reveal_nothing():
                                                  .replace("call 1", "").replace("call 2", ""))
 
 
+def divided_by_batch_size(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong: divides by the micro-batch's size instead of the number of micro-batches."""
+    optimizer.zero_grad()
+    *first, last = micro_batches
+    with ddp_model.no_sync():
+        for features, labels in first:
+            (loss_fn(ddp_model(features), labels) / len(labels)).backward()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) / len(labels)).backward()
+    optimizer.step()
+
+
+def test_every_hidden_draw_separates_the_number_of_micro_batches_from_their_size():
+    """A draw whose micro-batch size equals their number would let this mistake pass."""
+    for seed in range(40):
+        inputs = checks.check_accumulation_step.make_inputs(seed, True)
+        assert len(inputs["calls"][0]) != len(inputs["calls"][0][0][1]), seed
+    for seed in HIDDEN_SEEDS:
+        verdict = graded(checks.check_accumulation_step, (divided_by_batch_size,), hidden=True,
+                         seed=seed)
+        assert verdict.fraction < 1, seed
+
+
 def test_accumulation_probe_leaves_no_process_group():
     checks.check_accumulation_step(accumulation_step)
     assert not dist.is_initialized()
@@ -173,6 +196,7 @@ WRAPPER_STATE = ("torch.save(ddp_model.module.state_dict()", "torch.save(ddp_mod
 NO_DDP = ('    ddp_model = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None)',
           "    ddp_model = model")
 SAVE_MODEL = ("torch.save(ddp_model.module.state_dict()", "torch.save(model.state_dict()")
+WHOLE_MODULE = ("torch.save(ddp_model.module.state_dict()", "torch.save(ddp_model.module")
 PLAIN_FORWARD = ("loss = F.cross_entropy(ddp_model(features), labels)",
                  "loss = F.cross_entropy(model(features), labels)")
 DEVICE_IDS_ON_CPU = ('device_ids=[local_rank] if device.type == "cuda" else None',
@@ -191,10 +215,10 @@ RIGHT_ALTERNATIVE = changed(  # torch picks the backend; device_id; save the inn
 
 
 class Launches:
-    """launch(), memoised on the script's text and the run's settings."""
+    """launch_patiently(), memoised on the script's text and the run's settings."""
 
     def __init__(self):
-        self.real, self.runs, self.aliases = distributed.launch, {}, {}
+        self.real, self.runs, self.aliases = distributed.launch_patiently, {}, {}
 
     def __call__(self, script, nproc=2, **settings):
         text = Path(script).read_text()
@@ -209,7 +233,7 @@ class Launches:
 def launches():
     memo = Launches()
     patch = pytest.MonkeyPatch()
-    patch.setattr(distributed, "launch", memo)  # the probe imports it from there
+    patch.setattr(distributed, "launch_patiently", memo)  # the probe imports it from there
     yield memo
     patch.undo()
 
@@ -251,8 +275,9 @@ def share(script_path) -> float:
     ((NO_DESTROY,), "Rank(s) [0, 1] ended with the process group still open", 7 / 8),
     ((NO_DDP, SAVE_MODEL), "the model was never wrapped in DDP", 5 / 8),
     ((PLAIN_FORWARD,), "the loop calls the plain model", 6 / 8),
+    ((WHOLE_MODULE,), "The checkpoint holds Sequential…: not the model's state_dict", 7 / 8),
 ], ids=["no set_epoch", "no DistributedSampler", "every rank saves", "no destroy", "no DDP",
-        "plain forward"])
+        "plain forward", "whole module saved"])
 def test_ddp_mistakes_lose_their_case_only(script, edit, hint, points):
     path = script(changed(*edit))
     message = failure(checks.check_ddp_script, path)

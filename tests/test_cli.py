@@ -75,7 +75,8 @@ def test_grade_prints_a_row_per_submission(tmp_path, grading_sandbox):
     assert done.returncode == 1, done.stdout + done.stderr  # one submission could not be graded
     lines = done.stdout.splitlines()
     assert lines[0].startswith("Isolation: bubblewrap")
-    rows = {line.split()[0]: line.split() for line in lines[3:6]}
+    assert lines[1].startswith("Limits: cgroup")
+    rows = {line.split()[0]: line.split() for line in lines[4:7]}
     assert rows["correct"][2:5] == ["4", "6", "graded"]
     assert rows["blank"][2:5] == ["0", "6", "graded"]
     assert rows["corrupt"][2:5] == ["0", "6", "invalid"]

@@ -23,12 +23,17 @@ def cpu_only(monkeypatch):
 
 
 def simulate_cuda(monkeypatch, count=2, current=0):
+    """A CUDA machine with ``count`` GPUs; returns the state whose "current" get_device sets."""
+    state = {"current": current}
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device("cuda"))
-    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: current)
+    monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: state["current"])
+    monkeypatch.setattr(torch.accelerator, "set_device_index",
+                        lambda index: state.update(current=index))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    return state
 
 
 def simulate_mps(monkeypatch):
@@ -185,8 +190,9 @@ def test_cuda_is_picked_with_its_index(monkeypatch):
 
 
 def test_second_gpu_is_valid_with_two_devices(monkeypatch):
-    simulate_cuda(monkeypatch, count=2)
+    state = simulate_cuda(monkeypatch, count=2)
     assert get_device(prefer="cuda:1") == torch.device("cuda", 1)
+    assert state["current"] == 1, "the chosen GPU must become the current one"
     with pytest.raises(ValueError, match="only 2 cuda"):
         get_device(prefer="cuda:2")
 

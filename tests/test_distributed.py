@@ -1,4 +1,4 @@
-"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks), reports.
+"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks).
 
 Each torchrun run costs a few seconds of start-up (three Python processes import torch), so
 the runs are shared by module-scoped fixtures: two launches at once (which must not clash),
@@ -214,6 +214,33 @@ def test_where_ranks_stopped_names_each_ranks_last_step():
     assert run.where_ranks_stopped() == ("rank 0 last entered dist.barrier(); "
                                          "rank 1 had not reached init_process_group")
     assert not run.succeeded
+
+
+def _report(rank: int, error: dict | None = None) -> RankReport:
+    return RankReport(rank, rank, 2, 1234, 0, [], "", error, None, 0, 0, False)
+
+
+TEARDOWN_ABORT = """epoch 1: loss 0.5
+terminate called without an active exception
+E1125 torch.distributed.elastic.multiprocessing.api:[ERROR] failed (exitcode: -6) local_rank: 1
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+  exitcode  : -6 (pid: 4242)
+  traceback : Signal 6 (SIGABRT) received by PID 4242
+"""
+
+
+def test_a_run_that_died_after_every_rank_reported_is_told_apart():
+    """Checks a teardown crash is seen as such, and a real failure or a missing rank is not."""
+    died = Launch(["torchrun"], 1, False, 9.0, TEARDOWN_ABORT, [_report(0), _report(1)], "/tmp")
+    assert died.died_after_reporting(2)
+    assert died.error_line() == "terminate called without an active exception"
+    failed = Launch(["torchrun"], 1, False, 9.0, "", [_report(0, {"type": "ValueError"}),
+                                                     _report(1)], "/tmp")
+    missing = Launch(["torchrun"], 1, False, 9.0, "", [_report(0)], "/tmp")
+    finished = Launch(["torchrun"], 0, False, 9.0, "", [_report(0), _report(1)], "/tmp")
+    assert not any(run.died_after_reporting(2) for run in (failed, missing, finished))
+    assert missing.error_line() == "(no output)"
 
 
 @pytest.mark.slow

@@ -212,8 +212,7 @@ def test_missing_third_gpu_is_an_error(monkeypatch, capsys):
 
 def test_cuda_already_initialised_is_reported(monkeypatch):
     simulate_gpus(monkeypatch, [H100], initialized=True)
-    monkeypatch.setattr(doctor, "_start_method",
-                        lambda: {"method": "fork", "explicitly_set": False})
+    monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("fork", False))
     report = doctor.collect()
     assert report["torch"]["cuda_initialized"] is True
     assert any("Cannot re-initialize CUDA" in item for item in report["advice"])
@@ -254,8 +253,23 @@ def test_cpu_only_build_is_named_as_the_cause(monkeypatch):
     calls = simulate_driver(monkeypatch, None)
     reason = doctor._why_no_accelerator(torch)
     assert "CPU-only" in reason and "torch.version.cuda is None" in reason
-    assert "On Windows the default `pip install torch` is CPU-only" in reason
     assert "NVIDIA driver here" not in reason and calls == []
+
+
+@pytest.mark.parametrize(("platform", "said", "not_said"), [
+    ("win32", "On Windows the default `pip install torch` is CPU-only", "TORCH_INDEX"),
+    ("linux", "without TORCH_INDEX=.../whl/cpu", "Windows")])
+def test_cpu_only_build_advice_is_for_this_os(monkeypatch, platform, said, not_said):
+    cpu_only_build(monkeypatch)
+    simulate_driver(monkeypatch, None)
+    monkeypatch.setattr(doctor.sys, "platform", platform)
+    reason = doctor._why_no_accelerator(torch)
+    assert said in reason and not_said not in reason
+
+
+def test_worker_advice_does_not_name_fewer_workers_than_lesson_04_measures():
+    advice = " ".join(doctor._advice("Linux", "fork", None, False, 2))
+    assert "num_workers=1" not in advice and "measure a few num_workers values" in advice
 
 
 def test_cpu_only_build_on_a_machine_with_a_driver_says_so(monkeypatch):
@@ -325,8 +339,7 @@ def test_simulated_mac(monkeypatch):
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device("mps"))
     monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)
-    monkeypatch.setattr(doctor, "_start_method",
-                        lambda: {"method": "spawn", "explicitly_set": False})
+    monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("spawn", False))
     report = doctor.collect()
     assert report["device"]["picked"] == "mps:0"  # as MPS tensors report their device
     assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]

@@ -55,7 +55,8 @@ def test_a_failure_outside_cases_fails_the_whole_check_inside_only_its_case():
         fail("everything is wrong.", "start again.")
 
     whole = _check(verify_outside).evaluate({}, {}, False)
-    assert whole.fraction == 0 and whole.message == "everything is wrong.\nHow to fix it: start again."
+    assert whole.fraction == 0
+    assert whole.message == "everything is wrong.\nHow to fix it: start again."
 
 
 def test_malformed_observations_fail_closed_with_a_message():

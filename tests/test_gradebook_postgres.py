@@ -22,6 +22,7 @@ import pytest
 
 from course_utils.grading import gradebook
 from course_utils.grading.records import ItemResult, NotebookResult, Status, SubmissionResult
+from course_utils.grading.report import read_csv
 from course_utils.grading.structure import load_lesson
 
 from .conftest import ROOT, run_course
@@ -156,22 +157,24 @@ def _grades(db_url: str) -> dict[tuple[str, str, str], float | None]:
 
 
 @pytest.mark.slow
-def test_two_halves_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grading_sandbox):
-    """Checks two `course grade` runs on two halves of a class, into one fresh PostgreSQL
-    database at the same moment, record exactly what one SQLite run of the class records."""
+def test_two_shards_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grading_sandbox):
+    """Checks `course grade --shard 0/2` and `--shard 1/2` on the same class folder, into one
+    fresh PostgreSQL database at the same moment, grade each student once and record exactly
+    what one SQLite run of the class records."""
     whole = tmp_path / "class"
     students = _write_class(whole)
-    halves = [tmp_path / "half-a", tmp_path / "half-b"]
-    for index, student in enumerate(students):
-        shutil.copytree(whole / student, halves[index % 2] / student)
     db_url = _create_database(postgres, "course")
     runs = [subprocess.Popen(
-        [*_course("grade", str(half), "--out", str(tmp_path / f"out-{half.name}"), "--db", db_url,
-                  "--seed", "7")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True) for half in halves]
+        [*_course("grade", str(whole), "--out", str(tmp_path / f"out-{index}"), "--db", db_url,
+                  "--seed", "7", "--shard", f"{index}/2")], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for index in range(2)]
     outputs = [run.communicate(timeout=900) for run in runs]
     for run, (stdout, stderr) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, stdout + stderr
+    graded = [{row.student for row in read_csv(tmp_path / f"out-{index}" / "grades.csv")}
+              for index in range(2)]
+    assert graded[0].isdisjoint(graded[1]) and graded[0] | graded[1] == set(students)
+    assert graded[0] and graded[1]  # both shards had work
     sqlite = run_course("grade", str(whole), "--out", str(tmp_path / "out-sqlite"), "--seed", "7",
                         "--jobs", "2")
     assert sqlite.returncode == 0, sqlite.stdout + sqlite.stderr

@@ -14,6 +14,7 @@ import pytest
 from course_utils.grading.records import Limits
 from course_utils.grading.report import read_csv
 from course_utils.grading.runner import grade
+from course_utils.grading.session import MAX_WAIT_SHARE
 
 from . import grading_corpus as corpus
 from .conftest import ROOT, course_state, run_course
@@ -50,7 +51,8 @@ def build_round_trips(folder):
     for lesson, source, release in lesson_notebooks():
         solution = nbformat.read(source, as_version=4)
         write(solution, folder / f"solution-{lesson}" / lesson / source.name)
-        write(nbformat.read(release, as_version=4), folder / f"blank-{lesson}" / lesson / source.name)
+        blank = nbformat.read(release, as_version=4)
+        write(blank, folder / f"blank-{lesson}" / lesson / source.name)
         answer = WRONG_ANSWERS[lesson]
         wrong = copy.deepcopy(solution)
         cell = next(c for c in wrong.cells
@@ -175,7 +177,8 @@ def test_autograded_notebooks_show_verdicts_for_the_formgrader(graded):
     """Checks the executed copy of a submission has its outputs and each test cell's verdict."""
     path = graded["out"] / "autograded" / "honest" / corpus.LESSON / corpus.NOTEBOOK
     nb = nbformat.read(path, as_version=4)
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
+    tests = [c for c in nb.cells
+             if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("test_")]
     assert [c.outputs[0].text for c in tests] == ["2 / 2: passed\n", "2 / 2: passed\n"]
     first = next(c for c in nb.cells if c.cell_type == "code")
     assert any("computes on" in o.get("text", "") for o in first.outputs)
@@ -187,7 +190,8 @@ def gradebook_scores(db_path) -> dict[tuple[str, str], float]:
         return {(student, lesson): score for student, lesson, score in db.execute(
             "select student.id, assignment.name, sum(coalesce(grade.auto_score, 0)) from grade "
             "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
-            "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
+            "join submitted_assignment "
+            "on submitted_notebook.assignment_id = submitted_assignment.id "
             "join student on submitted_assignment.student_id = student.id "
             "join assignment on submitted_assignment.assignment_id = assignment.id "
             "group by student.id, assignment.name")}
@@ -209,11 +213,14 @@ def test_time_is_bounded(graded):
     """Checks the whole run, SIGINT-proof loop included, took about what honest work takes.
 
     On 2 cores a submission takes 5-20 s (lesson 07 the most); the loop that ignores SIGINT
-    may cost one cell limit. The bound is about 3x this machine's time (326 s for 49 rows);
-    kernels that each hung to their submission limit (200 s) would break it.
+    may cost one cell limit, and on a machine loaded by others up to MAX_WAIT_SHARE more
+    (the time it lost waiting for a core extends its limit). The bound is about 3x this
+    machine's time (326 s for 49 rows); kernels that each hung to their submission limit
+    (200 s) would break it.
     """
     per_worker = len(graded["rows"]) / 2
-    assert graded["seconds"] < per_worker * 40 + 2 * LIMITS["cell_timeout"], graded["seconds"]
+    loop = (1 + MAX_WAIT_SHARE) * LIMITS["cell_timeout"]
+    assert graded["seconds"] < per_worker * 40 + loop + LIMITS["cell_timeout"], graded["seconds"]
 
 
 def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):

@@ -25,7 +25,7 @@ def batch(size=5):
 def test_backward_releases_what_the_forward_saved():
     model = mlp()
     x, y = batch()
-    with SavedTensors(ignore=model.parameters()) as saved:
+    with SavedTensors(exclude=model.parameters()) as saved:
         loss = F.cross_entropy(model(x), y)
     # the input (5x6), the ReLU output (5x8, saved twice, counted once), the log-softmax
     # output (5x3), the labels (5 int64) and a 0-d total weight
@@ -50,7 +50,7 @@ def test_gradients_are_unchanged_by_the_hooks():
 def test_graphs_without_backward_keep_their_activations_until_dropped():
     model = mlp()
     kept = []
-    with SavedTensors(ignore=model.parameters()) as saved:
+    with SavedTensors(exclude=model.parameters()) as saved:
         for _ in range(3):
             x, y = batch()
             kept.append(F.cross_entropy(model(x), y))
@@ -65,7 +65,7 @@ def test_graphs_without_backward_keep_their_activations_until_dropped():
 
 def test_nothing_is_saved_without_autograd():
     model = mlp()
-    with SavedTensors(ignore=model.parameters()) as saved, torch.no_grad():
+    with SavedTensors(exclude=model.parameters()) as saved, torch.no_grad():
         F.cross_entropy(model(batch()[0]), batch()[1])
     assert saved.tensors_saved == 0 and saved.bytes_alive == 0
 
@@ -73,15 +73,24 @@ def test_nothing_is_saved_without_autograd():
 def test_ignored_tensors_and_shared_storage():
     w = torch.randn(3, requires_grad=True)
     x = torch.randn(3, requires_grad=True)
-    with SavedTensors(ignore=[w]) as saved:
-        y = (w * x).sum()  # mul saves both; w is ignored
+    with SavedTensors(exclude=[w]) as saved:
+        y = (w * x).sum()  # mul saves both; w is excluded
     assert saved.bytes_alive == 3 * FLOAT and saved.tensors_alive == 1
+    assert saved.bytes_excluded == 3 * FLOAT and saved.storages_saved == 1
     with SavedTensors() as saved:
         e = x.exp()  # saves its result
         z = (e * e).sum()  # saves e twice more: one storage
     assert saved.tensors_alive == 3 and saved.bytes_alive == 3 * FLOAT
     del y, z, e
     assert saved.bytes_alive == 0
+
+
+def test_a_saved_slice_counts_its_whole_storage():
+    layer, batch = torch.nn.Linear(3, 2), torch.randn(100, 3)
+    with SavedTensors(exclude=layer.parameters()) as saved:
+        out = layer(batch[:4])  # Linear saves its input: a view that holds the whole batch
+    assert saved.bytes_saved == 100 * 3 * FLOAT
+    del out
 
 
 def test_views_of_one_storage_count_it_once():
@@ -125,7 +134,7 @@ def test_a_running_total_of_losses_keeps_every_graphs_nodes_after_backward():
     model = mlp()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     total, counts = 0.0, []
-    with SavedTensors(ignore=model.parameters()) as saved:
+    with SavedTensors(exclude=model.parameters()) as saved:
         for _ in range(4):
             x, y = batch()
             loss = F.cross_entropy(model(x), y)

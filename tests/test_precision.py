@@ -1,4 +1,4 @@
-"""course_utils.lab.precision: the policy, the step, the formats and the measurements (CPU paths)."""
+"""course_utils.lab.precision: the policy, the step, the formats, the measurements (CPU paths)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import data, precision
+from course_utils import data, memory, precision
 from course_utils.checks import machines
 from course_utils.probe import SimulatedMachine
 
@@ -29,7 +29,8 @@ def digits():
 
 def test_cpu_policy_is_bfloat16_without_a_scaler():
     policy = precision.amp_policy("cpu")
-    assert (policy.device_type, policy.dtype, policy.use_scaler) == ("cpu", torch.bfloat16, False)
+    assert (policy.device, policy.dtype, policy.use_scaler) == (torch.device("cpu"),
+                                                                torch.bfloat16, False)
     assert policy.enabled and "CPU" in policy.reason
     with policy.autocast():
         assert torch.is_autocast_enabled("cpu")
@@ -52,7 +53,7 @@ def test_cuda_policy_follows_native_bfloat16(spec, dtype, scaler):
     with SimulatedMachine(spec) as machine:
         policy = precision.amp_policy("cuda")
     assert (policy.dtype, policy.use_scaler) == (dtype, scaler)
-    assert "torch.cuda.is_bf16_supported" in machine.queries
+    assert "torch.cuda.get_device_capability" in machine.queries
 
 
 @pytest.mark.parametrize("holds_bf16, dtype", [(True, torch.bfloat16), (False, torch.float16)])
@@ -82,7 +83,8 @@ def test_amp_policy_rejects_a_non_bool_enabled():
 
 
 def test_amp_policy_defaults_to_get_device():
-    assert precision.amp_policy().device_type == "cpu"  # no accelerator on the test machine
+    # No accelerator on the test machine.
+    assert precision.amp_policy().device == torch.device("cpu")
 
 
 # ------------------------------------------------------------------ amp_step
@@ -195,42 +197,12 @@ def test_round_to_tf32_rejects_other_inputs(bad, error, message):
 
 # ------------------------------------------------------------------ measuring
 
-def test_saved_tensor_bytes_counts_what_autograd_keeps():
-    leaf = torch.randn(10, requires_grad=True)
-    assert precision.saved_tensor_bytes(lambda: torch.relu(leaf * 2)) == 10 * 4  # relu's output
-    layer, batch = nn.Linear(3, 2), torch.randn(100, 3)
-    kept = precision.saved_tensor_bytes(lambda: layer(batch[:4]), exclude=layer.parameters())
-    assert kept == 4 * 3 * 4  # the slice, not the whole batch; the weight is excluded
-
-
-def test_saved_tensor_bytes_halves_activations_under_autocast():
+def test_saved_activations_halve_under_autocast():
     model, batch = tiny_mlp(), torch.randn(2048, 64)
-    full = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
+    _, full = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        half = precision.saved_tensor_bytes(lambda: model(batch), exclude=model.parameters())
-    assert 0.4 < half / full < 0.6
-
-
-def test_saved_tensor_bytes_needs_a_function():
-    with pytest.raises(TypeError, match="needs a function to run, got Tensor"):
-        precision.saved_tensor_bytes(torch.ones(2))
-
-
-def test_median_seconds_warms_up_then_times_each_call():
-    calls = []
-    seconds = precision.median_seconds(lambda: calls.append(1), "cpu", repeat=3, warmup=2)
-    assert len(calls) == 5 and 0 <= seconds < 1
-
-
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"repeat": 0}, ValueError, "repeat must be a whole number >= 1, got 0"),
-    ({"warmup": 1.5}, ValueError, "warmup must be a whole number >= 0, got 1.5"),
-    ({"device": "tpu"}, ValueError, "'tpu', which is not a device name"),
-])
-def test_median_seconds_rejects_bad_arguments(kwargs, error, message):
-    arguments = {"device": "cpu", **kwargs}
-    with pytest.raises(error, match=message):
-        precision.median_seconds(lambda: None, **arguments)
+        _, half = memory.saved_for_backward(lambda: model(batch), exclude=model.parameters())
+    assert 0.4 < half.activation_bytes / full.activation_bytes < 0.6
 
 
 def test_measure_training_reports_a_typed_record(digits):
@@ -238,8 +210,8 @@ def test_measure_training_reports_a_typed_record(digits):
     run = precision.measure_training(tiny_mlp, train, test, precision.amp_policy("cpu"), epochs=3,
                                      lr=3e-2)
     assert isinstance(run, precision.RunMeasurement)
-    assert (run.label, run.device, run.dtype, run.steps) == ("autocast bfloat16", "cpu",
-                                                             "bfloat16", 12)
+    assert (run.label, run.device, run.dtype, run.steps) == ("autocast bfloat16",
+                                                             torch.device("cpu"), "bfloat16", 12)
     assert run.seconds_per_step > 0 and run.saved_bytes > 0 and run.peak_bytes is None
     assert 0.5 < run.test_accuracy <= 1 and math.isfinite(run.final_loss)
     assert run.skipped_steps == 0
@@ -272,8 +244,8 @@ def test_peak_memory_is_none_where_the_device_cannot_tell(monkeypatch):
 
 
 def run_measurement(label, seconds, saved, accuracy):
-    return precision.RunMeasurement(label, "cpu", "float32", 10, seconds, saved, None, accuracy,
-                                    0.1, 0)
+    return precision.RunMeasurement(label, torch.device("cpu"), "float32", 10, seconds, saved,
+                                    None, accuracy, 0.1, 0)
 
 
 def test_comparison_ratios_and_table():

@@ -17,7 +17,7 @@ def test_benchmark_times_a_call_with_all_threads_by_default():
     x = torch.randn(64, 64)
     result = timing.benchmark(lambda: x @ x, "cpu", label="x @ x", min_run_time=0.02)
     assert isinstance(result, Timing)
-    assert result.device == "cpu" and result.label == "x @ x"
+    assert result.device == torch.device("cpu") and result.label == "x @ x"
     assert result.threads == torch.get_num_threads()
     assert 0 < result.median_s < 0.1 and result.iqr_s >= 0 and result.calls >= 1
     assert str(result).startswith("x @ x on cpu (")
@@ -41,6 +41,31 @@ def test_benchmark_warms_up_before_it_measures():
 def test_benchmark_measures_the_median_of_a_known_duration():
     result = timing.benchmark(lambda: time.sleep(0.002), "cpu", min_run_time=0.05)
     assert 0.002 <= result.median_s < 0.05
+
+
+def test_a_slow_call_still_gets_enough_blocks_for_a_spread():
+    """One block has an IQR of 0, which would say 'no noise' about nothing."""
+    calls = []
+    result = timing.benchmark(lambda: calls.append(time.sleep(0.03)), "cpu", min_run_time=0.01)
+    assert result.blocks >= timing.MIN_BLOCKS and result.calls_per_block == 1
+    assert len(calls) == result.calls + 2, "a slow call costs a warm-up, a first look, the blocks"
+    assert result.min_s <= result.median_s and "median of" in str(result)
+
+
+def timing_with(median, iqr):
+    return Timing("step", torch.device("cpu"), 1, median, median * 0.9, iqr, 6, 1)
+
+
+def test_a_large_spread_warns_that_the_machine_was_busy():
+    quiet, busy = timing_with(0.010, 0.001), timing_with(0.010, 0.006)
+    assert not quiet.noisy and quiet.warning() == "" and "NOISY" not in str(quiet)
+    assert busy.noisy and busy.spread == pytest.approx(0.6)
+    assert "re-run on a quiet machine" in busy.warning() and "NOISY" in str(busy)
+
+
+def test_sweep_points_carry_their_spread():
+    points = timing.matmul_sweep([8], "cpu", min_run_time=0.01)
+    assert points[0].spread >= 0 and isinstance(points[0].noisy, bool)
 
 
 def test_synchronized_clock_synchronises_the_device_before_reading(monkeypatch):
@@ -249,3 +274,21 @@ def test_on_a_gpu_the_sweep_and_the_machine_line():
     peak = timing.peak_flop_per_s("cuda")
     assert peak is None or points[1].flop_per_s < 2 * peak.flop_per_s
     assert torch.cuda.get_device_name() in timing.describe_machine("cuda")
+
+
+# ------------------------------------------------------------------ the profiler's log lines
+
+def test_a_profile_leaves_stderr_empty(capfd):
+    from torch.profiler import profile
+
+    with timing.quiet_profiler_markers(), profile() as prof:
+        torch.ones(3) + 1
+    assert prof.key_averages()
+    assert capfd.readouterr().err == ""
+
+
+def test_only_the_profiler_markers_are_dropped(capfd):
+    with timing.quiet_profiler_markers():
+        os.write(2, b"USDT:2026-11-25 01:37:33 17206:17206 SyncActivityProfilerHandler.cpp:52]"
+                    b" profiler_start\nreal trouble\n")
+    assert capfd.readouterr().err == "real trouble\n"

@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ..probe import bundle, describe_error
+from ..lab.args import is_real
+from ..probe import ErrorFacts, bundle, describe_error
 
 VISIBLE_SEED = 0
 
@@ -223,12 +224,12 @@ def fail(cause: str, fix: str) -> NoReturn:
     raise CheckFailure(f"{cause}\nHow to fix it: {fix}")
 
 
-def is_kind(error: Mapping[str, Any] | None, kind: str) -> bool:
+def is_kind(error: ErrorFacts | None, kind: str) -> bool:
     """Whether a reported error is of exception class ``kind`` (or a subclass of it)."""
     return error is not None and kind in error["kinds"]
 
 
-def where_in_code(error: Mapping[str, Any]) -> str:
+def where_in_code(error: ErrorFacts) -> str:
     """' at line 3 of pick_device: `return device`', or '' when not in the learner's code."""
     line = error.get("line")
     if not line:
@@ -236,10 +237,10 @@ def where_in_code(error: Mapping[str, Any]) -> str:
     return f" at line {line['lineno']} of {line['function']}: `{line['text']}`"
 
 
-Hint = str | Callable[[Mapping[str, Any]], str | None]
+Hint = str | Callable[[ErrorFacts], str | None]
 
 
-def expect_no_error(error: Mapping[str, Any] | None, what: str, *, where: str = "",
+def expect_no_error(error: ErrorFacts | None, what: str, *, where: str = "",
                     hints: Mapping[str, Hint] | None = None) -> None:
     """Fail when the learner's code raised, with the fix for its kind of exception.
 
@@ -270,7 +271,7 @@ def expect_no_error(error: Mapping[str, Any] | None, what: str, *, where: str = 
     fail(f"{prefix}{what} raised {error_summary(error)}{where_in_code(error)}.", fix)
 
 
-def error_summary(error: Mapping[str, Any]) -> str:
+def error_summary(error: ErrorFacts) -> str:
     """'TypeError: message' (or just the type when the message is empty), without a final dot."""
     message = error["message"].strip().rstrip(".")
     return f"{error['type']}: {message}" if message else error["type"]
@@ -303,8 +304,7 @@ def expect_device(device: str | None, expected: str, what: str, fix: str) -> Non
 def expect_close(value: Any, expected: float, what: str, fix: str, *, rel: float = 1e-4,
                  abs_tol: float = 1e-6, reveal: bool = True) -> None:
     """Compare numbers; ``reveal=False`` (hidden cases) keeps the expected value secret."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isclose(
-            value, expected, rel_tol=rel, abs_tol=abs_tol):
+    if not is_real(value) or not math.isclose(value, expected, rel_tol=rel, abs_tol=abs_tol):
         shown = f" (expected about {expected:.6g})" if reveal else ""
         fail(f"{what} is {value!r}{shown}.", fix)
 

@@ -1,11 +1,12 @@
 """Start a grading kernel: ``python -m course_utils.grading.kernel [options] -f CONNECTION``.
 
 Limits are applied before anything else loads, so a memory bomb fails with MemoryError
-inside the student's kernel instead of taking the machine down. Then the modules the
+inside the student's kernel instead of taking the machine down; then, when the sandbox was
+started as root, the kernel becomes an unprivileged user (``--user``). Then the modules the
 lesson it is expected to grade imports (``--preload``) are imported, before the kernel
 answers: the grader starts each kernel while the previous submission still runs, so the
-≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves one notebook of one
-student and is never reused.
+≈ 2.5 s of importing torch, matplotlib and friends is off the critical path. A kernel serves
+one notebook of one student and is never reused.
 """
 import argparse
 import contextlib
@@ -27,7 +28,8 @@ def main() -> None:
     limited.add_arguments(parser)
     parser.add_argument("--preload", action="append", default=[], help="module to import first")
     args, kernel_args = parser.parse_known_args()
-    limited.apply(args.memory_mb, args.max_file_mb)
+    limited.apply(args.memory_mb, args.max_file_mb, args.open_files)
+    limited.drop_root(args.user)
     preload(args.preload)
     sys.argv = [sys.argv[0], *kernel_args]
     from ipykernel import kernelapp

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .intake import Submission
 from .records import ItemResult, NotebookResult, Status, SubmissionResult
+from .session import MAX_WAIT_SHARE
 from .worker import (
     CellStarted,
     GradeJob,
@@ -190,7 +191,6 @@ class WorkerPool:
             worker.assign(queue, config.spares)
         while_starting()
         done = 0
-        limit = config.limits.submission_timeout + config.limits.startup_timeout + GRACE_S
         while any(worker.progress for worker in pool):
             if stop is not None and stop.requested:
                 break
@@ -199,16 +199,7 @@ class WorkerPool:
             if stop is not None and stop.requested:
                 break  # what is in flight now is not graded, not failed
             for worker in list(pool):
-                finished, failure = None, None
-                if worker.connection in ready:
-                    finished, failure = _drain(worker)
-                if failure is None and worker.process.sentinel in ready \
-                        and not worker.process.is_alive():
-                    failure = (Status.KERNEL_DIED, "the grading worker died")
-                if failure is None and worker.progress is not None \
-                        and time.monotonic() - worker.progress.started > limit:
-                    failure = (Status.TIMEOUT, ("grading did not finish within the time limit "
-                                                "(the grading worker hung and was killed)"))
+                finished, failure = _check(worker, ready, config)
                 if finished is not None:
                     on_result(finished)
                     done += 1
@@ -225,6 +216,29 @@ class WorkerPool:
                 if worker in pool and worker.progress is None and queue:
                     worker.assign(queue, config.spares)
         return done
+
+
+def _check(worker: _Worker, ready: set, config: WorkerConfig) -> tuple[
+        SubmissionResult | None, tuple[Status, str] | None]:
+    """What a worker has to say: (a finished result or None, a failure or None)."""
+    finished, failure = None, None
+    if worker.connection in ready:
+        finished, failure = _drain(worker)
+    if failure is None and worker.process.sentinel in ready and not worker.process.is_alive():
+        failure = (Status.KERNEL_DIED, "the grading worker died")
+    if failure is None and worker.progress is not None \
+            and time.monotonic() - worker.progress.started > _hang_limit(worker.progress, config):
+        failure = (Status.TIMEOUT, ("grading did not finish within the time limit "
+                                    "(the grading worker hung and was killed)"))
+    return finished, failure
+
+
+def _hang_limit(progress: Progress, config: WorkerConfig) -> float:
+    """Seconds after which a worker is presumed hung: the submission's limits, a grace
+    period, and each notebook's possible extension for time lost waiting for a core."""
+    limits = config.limits
+    waits = limits.cell_timeout * MAX_WAIT_SHARE * len(progress.job.submission.notebooks)
+    return limits.submission_timeout + limits.startup_timeout + GRACE_S + waits
 
 
 def _drain(worker: _Worker) -> tuple[SubmissionResult | None,

@@ -9,6 +9,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..lab.args import is_real
+
 
 class Status(str, Enum):
     """What happened to a submitted notebook, worst first when a lesson has several."""
@@ -48,17 +50,24 @@ class Limits:
     memory_mb: int = field(default=4096, metadata={"flag": "--memory-mb", "unit": "MiB",
                                                    "zero_ok": True})  # 0: no cap
     output_bytes: int = field(default=1_000_000, metadata={"flag": "--max-output", "unit": "bytes"})
+    # All the outputs of one notebook: what its autograded copy and the worker hold of them.
+    total_output_bytes: int = field(default=10_000_000, metadata={"flag": "--max-total-output",
+                                                                  "unit": "bytes"})
     max_notebook_mb: float = field(default=50.0, metadata={"flag": "--max-notebook-mb",
                                                            "unit": "MiB"})
     startup_timeout: float = field(default=60.0, metadata={"flag": "startup_timeout", "unit": "s"})
     max_file_mb: int = field(default=64, metadata={"flag": "max_file_mb", "unit": "MiB"})
+    # Whole-sandbox limits (cgroups, see cgroups.py); memory_mb above caps the whole sandbox too.
+    max_processes: int = field(default=512, metadata={"flag": "--max-processes",
+                                                      "unit": "processes and threads"})
+    max_open_files: int = field(default=1024, metadata={"flag": "--max-open-files",
+                                                        "unit": "files per process"})
 
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(self):
             value = getattr(self, spec.name)
             allowed_zero = spec.metadata.get("zero_ok", False)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or value < 0 or (value == 0 and not allowed_zero):
+            if not is_real(value) or value < 0 or (value == 0 and not allowed_zero):
                 rule = "a number ≥ 0 (0: no cap)" if allowed_zero else "a number > 0"
                 raise ValueError(f"{spec.metadata['flag']} must be {rule} "
                                  f"({spec.metadata['unit']}), got {value!r}.")

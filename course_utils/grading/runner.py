@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..paths import check_lessons
-from . import feedback, gradebook, sandbox, submitted
+from . import cgroups, feedback, gradebook, sandbox, submitted
 from .intake import Submission, absent, discover, student_folders
 from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
@@ -26,6 +26,7 @@ from .report import Row, write_csv, write_json
 from .roster import RosterStudent
 from .sandbox import Isolation
 from .session import KernelRecipe
+from .shard import WHOLE, Shard
 from .structure import Lesson, load_lesson
 from .worker import WorkerConfig, unread
 
@@ -42,6 +43,7 @@ class GradingOutcome:
     not_graded: int = 0  # submissions left when the run was interrupted
     seed: int | None = None  # the run's seed: hidden checks drew their inputs from it
     absent: int = 0  # rows of students (roster or found) with no folder for a lesson
+    resources: cgroups.ResourceControl = cgroups.UNSAFE  # whole-submission limits in force
 
     @property
     def interrupted(self) -> bool:
@@ -53,11 +55,41 @@ def isolation_in_force(use_sandbox: bool) -> Isolation:
     return sandbox.require() if use_sandbox else NO_SANDBOX
 
 
+def resources_in_force(use_limits: bool) -> cgroups.ResourceControl:
+    """The whole-submission limits a run will use; LimitsUnavailable when wanted but absent.
+
+    ``COURSE_GRADE_UNSAFE_NO_LIMITS=1`` in the environment acts as ``--unsafe-no-limits``
+    where no cgroup can be made (the test suite sets it on such machines, e.g. a CI runner
+    without root); it never turns limits off where they can be set.
+    """
+    if not use_limits:
+        return cgroups.UNSAFE
+    control = cgroups.detect()
+    if not control.enforced and os.environ.get(cgroups.ENV_UNSAFE) == "1":
+        return dataclasses.replace(cgroups.UNSAFE, description=(
+            f"none ({cgroups.ENV_UNSAFE}=1: {control.problem}): " + cgroups.NOT_LIMITED))
+    return cgroups.require()
+
+
+def describe_limits(resources: cgroups.ResourceControl, limits: Limits, jobs: int) -> str:
+    """One line: which limits hold for each submission (printed at the top of a run)."""
+    user = "as uid 65534 (nobody)" if os.geteuid() == 0 else "as you"
+    if not resources.enforced:
+        return (f"{resources.description}. Per process only: {limits.memory_mb} MiB of address "
+                f"space, {limits.max_open_files} open files; student code runs {user}")
+    memory = f"{limits.memory_mb} MiB of memory" if limits.memory_mb else "no memory cap"
+    return (f"{resources.backend}: each sandbox {memory} (shared memory and tmpfs included), "
+            f"{limits.max_processes} processes, {limits.max_open_files} open files per process, "
+            f"an equal CPU share among {jobs} worker(s); student code runs {user}")
+
+
 def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
           db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
-          seed: int | None = None, use_sandbox: bool = True,
+          seed: int | None = None, use_sandbox: bool = True, use_limits: bool = True,
+          shard: Shard = WHOLE,
           roster: list[RosterStudent] | None = None,
           on_isolation: Callable[[Isolation], None] = lambda isolation: None,
+          on_limits: Callable[[str, cgroups.ResourceControl], None] = lambda line, rc: None,
           progress: Callable[[str], None] = lambda line: None) -> GradingOutcome:
     """Grade every submission under SUBMISSIONS/<student>/<lesson>/.
 
@@ -67,10 +99,12 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     ``autograded/<student>/<lesson>/`` under ``out``. ``roster`` (nbgrader's student CSV,
     read) names the students in the gradebook and adds a ``missing`` row for each lesson a
     student on it did not submit. Hand grades given in formgrader are kept, and counted.
-    Refuses to grade without the sandbox unless ``use_sandbox`` is False. ``on_isolation``
-    hears which isolation is in force before any work starts; ``progress`` gets one line
-    per submission graded. Ctrl-C stops the run: what was graded is kept and written, and
-    the outcome says how many were not graded.
+    Refuses to grade without the sandbox unless ``use_sandbox`` is False, and without
+    whole-submission limits (cgroups.py) unless ``use_limits`` is False. ``on_isolation`` and
+    ``on_limits`` hear which isolation and limits are in force before any work starts;
+    ``progress`` gets one line per submission graded. Ctrl-C stops the run: what was graded is
+    kept and written, and the outcome says how many were not graded. ``shard`` grades only its
+    part of the class (its students, roster included; shard.py).
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}.")
@@ -80,35 +114,45 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
     chosen_names = check_lessons(root, lessons)
     db_url = gradebook.database_url(db_url or f"sqlite:///{(out / 'gradebook.db').resolve()}")
     in_force = isolation_in_force(use_sandbox)
+    resources = resources_in_force(use_limits)
     on_isolation(in_force)
     limits = limits or Limits()
-    if Path("/dev/nvidiactl").exists():
-        # CUDA reserves more address space than any sensible cap.
+    on_limits(describe_limits(resources, limits, jobs), resources)
+    if Path("/dev/nvidiactl").exists() and not resources.enforced:
+        # CUDA reserves more address space than any sensible cap: without cgroups, no cap.
         limits = dataclasses.replace(limits, memory_mb=0)
     # The workers start now, and load while this process reads lessons and submissions.
     with WorkerPool(jobs) as pool:
         out.mkdir(parents=True, exist_ok=True)
         chosen = {name: load_lesson(root, name) for name in chosen_names}
-        found = discover(submissions, chosen, limits.max_notebook_bytes)
+        everyone = discover(submissions, chosen, limits.max_notebook_bytes)
+        found = [submission for submission in everyone if shard.holds(submission.student)]
         gradable = [submission for submission in found if submission.gradable]
         roster = roster or []
         names = {student.id: student.display_name for student in roster}
-        students = list(dict.fromkeys([*(student.id for student in roster),
-                                       *student_folders(submissions)]))
+        students = [student for student in dict.fromkeys(
+            [*(student.id for student in roster), *student_folders(submissions)])
+            if shard.holds(student)]
         # Who has no folder for a lesson that this run grades (someone submitted it): a lesson
         # nobody submitted is not in the table at all.
-        submitted_lessons = {s.lesson for s in found}
+        submitted_lessons = {s.lesson for s in everyone}  # in any shard
         not_there = absent(submissions, {name: lesson for name, lesson in chosen.items()
                                          if name in submitted_lessons}, students, found)
         run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        run_group = cgroups.Group(resources, scratch_root.name)
+        if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
+            run_group.create(None, cpu_tasks=4 * jobs)
         recorder = _Recorder(db_url, out, len(found), progress)
         try:
             graded_lessons = [chosen[name] for name in dict.fromkeys(s.lesson for s in gradable)]
             config = WorkerConfig(
                 run_seed=run_seed, limits=limits,
-                recipe=_kernel_recipe(root, out, submissions, scratch_root, db_url,
-                                      graded_lessons, limits, jobs, in_force),
+                recipe=dataclasses.replace(
+                    _kernel_recipe(root, out, submissions, scratch_root, db_url,
+                                   graded_lessons, limits, jobs, in_force),
+                    control=resources, group=run_group.name,
+                    cpu_share=max(1.0, (os.cpu_count() or 1) / jobs)),
                 scratch_root=scratch_root, autograded_dir=out / "autograded",
                 # Two spares per worker where there is a core for each worker's second one.
                 spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)
@@ -126,6 +170,8 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
                 pool.run(gradable, config, recorder, set_up_gradebook, stop)
         finally:
             recorder.close()
+            if resources.enforced:  # no survivor: whatever a submission left is killed here
+                run_group.remove()
             shutil.rmtree(scratch_root, ignore_errors=True)
             rows = [Row.from_result(result, run_seed, names.get(result.student, ""))
                     for result in recorder.results]
@@ -141,7 +187,8 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
             write_csv(out / "grades.csv", rows, columns)
             write_json(out / "grades.json", rows, run_seed)
     return GradingOutcome(rows, in_force, len(found) - len(recorder.results), run_seed,
-                          len(not_there) if len(recorder.results) == len(found) else 0)
+                          len(not_there) if len(recorder.results) == len(found) else 0,
+                          resources)
 
 
 class _Recorder:

@@ -18,13 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
+from . import cgroups
+from .limited import UNPRIVILEGED
 from .records import Limits
 from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
+# A cell's (and the submission's) time limit is extended by the wall time the sandbox lost
+# waiting for a CPU while it got less than its share (cgroups.starved_seconds), up to this
+# many cell limits per notebook: a neighbour's load, or the machine's, is not the student's.
+MAX_WAIT_SHARE = 2.0
 
 
 class KernelDied(RuntimeError):
@@ -61,12 +68,26 @@ class KernelRecipe:
     preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
     bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
+    control: cgroups.ResourceControl = cgroups.UNSAFE  # whole-sandbox limits (cgroups.py)
+    group: str = ""                 # the run's cgroup, relative to control's roots
+    cpu_share: float = 1.0          # cores each worker's sandboxes are guaranteed together
+
+    @property
+    def sandbox_limits(self) -> cgroups.SandboxLimits:
+        return cgroups.SandboxLimits(self.limits.memory_mb, self.limits.max_processes,
+                                     self.limits.max_open_files)
+
+    @property
+    def user(self) -> int:
+        """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
+        return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
 
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
             "--memory-mb", str(recipe.limits.memory_mb),
-            "--max-file-mb", str(recipe.limits.max_file_mb)]
+            "--max-file-mb", str(recipe.limits.max_file_mb),
+            "--open-files", str(recipe.limits.max_open_files), "--user", str(recipe.user)]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
     # No history database: the grader's cells are not history, and it would be a file per
@@ -94,7 +115,20 @@ class KernelSession:
         command = kernel_command(recipe, lesson)
         if recipe.bwrap:
             confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,))
-            command = bwrap_argv(command, confinement, bwrap=recipe.bwrap)
+            command = bwrap_argv(command, confinement, bwrap=recipe.bwrap,
+                                 switch_user=recipe.user >= 0)
+        # Its own cgroup, inside its worker's (which holds the worker's CPU share), so that
+        # the spares a worker starts share that worker's CPU instead of taking more.
+        self.group: cgroups.Group | None = None
+        if recipe.control.enforced:
+            slot = cgroups.Group(recipe.control, f"{recipe.group}/w{os.getpid()}")
+            if not slot.folders or not slot.folders[0].exists():
+                slot.create(None)
+            self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
+            self.group.create(recipe.sandbox_limits)
+        if recipe.control.enforced or recipe.limits.max_open_files:
+            command = cgroups.launcher_argv(self.group, recipe.sandbox_limits, command)
+        self.user = recipe.user
         # "message": the kernel interrupts itself, since from outside its session it cannot
         # be reached by a process-group signal.
         (self.folder / "spec" / KERNEL_NAME / "kernel.json").write_text(json.dumps(
@@ -106,14 +140,27 @@ class KernelSession:
             transport="ipc", ip=str(self.ipc / "k"),
             connection_file=str(self.ipc / "connection.json"))
         self.client = None
+        self._monitors: list = []
+        self.total_output = 0  # bytes of output of every cell so far
+        self._refused = ""
         self.pid: int | None = None
         self._env = dict(recipe.env, HOME=str(self.home))
+        self.waited = 0.0  # seconds added to its limits: time lost waiting for a core
+        self._cpu_before: dict[int, tuple[int, int]] = {}
+        self._cell_started = 0.0
+        self._cpu_share = recipe.cpu_share
+        self._cell_limit = 0.0
+        self._end = 0.0  # when the running cell's time is up
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Spawn the kernel and return at once: it loads in the background."""
         # The kernel's own stderr (ipykernel's start-up chatter) is not the student's output,
         # which travels over the iopub channel.
+        if self.user >= 0:  # the kernel's user must read its connection file, write its folders
+            self.manager.write_connection_file()
+            for path in (self.home, self.ipc, Path(self.manager.connection_file)):
+                os.chown(path, self.user, self.user)
         self.manager.start_kernel(cwd=str(self.home), env=self._env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         self.pid = self.manager.provisioner.pid if self.manager.provisioner else None
@@ -121,8 +168,14 @@ class KernelSession:
     def begin(self, deadline: float) -> None:
         """Wait until the kernel answers; from now on ``deadline`` bounds everything."""
         self.deadline = deadline
+        # A message larger than any output allowed (a 1 GB error message, say) is refused by
+        # ZeroMQ before it is read into this process: the kernel is disconnected, which the
+        # monitors below report, and the cell ends as `output-limit`.
+        self.manager.context.setsockopt(zmq.MAXMSGSIZE, self._largest_message())
         self.client = self.manager.client()
         self.client.start_channels()
+        self._monitors = [channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+                          for channel in (self.client.iopub_channel, self.client.shell_channel)]
         self._handshake(time.monotonic() + self._budget(self.limits.startup_timeout))
 
     def _handshake(self, end: float) -> None:
@@ -153,8 +206,19 @@ class KernelSession:
                         # Its busy/idle went out before IOPub connected: ask again.
                         msg_id, asked, replied = self.client.kernel_info(), time.monotonic(), False
 
+    def _largest_message(self) -> int:
+        return 2 * self.limits.output_bytes + 2**20  # JSON escapes, headers, rich outputs
+
+    def _oversized(self) -> bool:
+        """Whether ZeroMQ dropped the kernel for a message over the size cap."""
+        return any(monitor.poll(0) for monitor in self._monitors)
+
     def kill(self) -> None:
         """Kill the kernel and everything it started, whatever it does with signals."""
+        for monitor in self._monitors:
+            with contextlib.suppress(Exception):
+                monitor.close(linger=0)
+        self._monitors = []
         if self.client is not None:
             self.client.stop_channels()
         if self.pid:
@@ -166,6 +230,14 @@ class KernelSession:
                 pass
         with contextlib.suppress(Exception):  # already dead is fine
             self.manager.shutdown_kernel(now=True)
+        if self.group is not None:  # whatever escaped the process group (nothing should)
+            self._refused = self.refusals()  # read before the group goes
+            self.group.remove()
+            self.group = None
+
+    def refusals(self) -> str:
+        """What its cgroup's limits refused (memory, processes), in words; '' if nothing."""
+        return self.group.counters().describe() if self.group is not None else self._refused
 
     def alive(self) -> bool:
         return self.manager.is_alive()
@@ -179,43 +251,83 @@ class KernelSession:
     # ------------------------------------------------------------------ execution
     def _execute(self, code: str, user_expressions: dict | None = None) -> tuple[dict, list]:
         timeout = self._budget(self.limits.cell_timeout)
+        self._cell_limit = timeout
+        if self.group is not None:  # time lost to other sandboxes counts from here
+            self._cpu_before = cgroups.cpu_times(self.group.threads())
+            self._cell_started = time.monotonic()
         outputs: list = []
         size = 0
         msg_id = self.client.execute(code, store_history=False, allow_stdin=False,
                                      user_expressions=user_expressions or {})
-        end = time.monotonic() + timeout
+        self._end = time.monotonic() + timeout
         idle = False
         while not idle:
-            msg = self._next(self.client.get_iopub_msg, end)
+            msg = self._next(self.client.get_iopub_msg)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = msg["msg_type"]
             if kind == "status" and msg["content"]["execution_state"] == "idle":
                 idle = True
             elif kind in ("stream", "execute_result", "display_data", "error"):
-                size += len(json.dumps(msg["content"]))
+                length = len(json.dumps(msg["content"]))
+                size += length
+                self.total_output += length
                 if size > self.limits.output_bytes:
                     self.kill()
                     raise OutputLimit(
                         f"the cell printed more than {self.limits.output_bytes:,} bytes")
+                if self.total_output > self.limits.total_output_bytes:
+                    self.kill()
+                    raise OutputLimit(f"the notebook printed more than "
+                                      f"{self.limits.total_output_bytes:,} bytes in all")
                 outputs.append(_as_output(kind, msg["content"]))
         while True:
-            reply = self._next(self.client.get_shell_msg, end)
+            reply = self._next(self.client.get_shell_msg)
             if reply["parent_header"].get("msg_id") == msg_id:
                 return reply["content"], outputs
 
-    def _next(self, get, end: float) -> dict:
+    def _next(self, get) -> dict:
         """The next message from a channel, or a timeout / death verdict."""
         while True:
-            remaining = end - time.monotonic()
+            remaining = self._end - time.monotonic()
+            if remaining <= 0:
+                self._end += self._starvation()
+                remaining = self._end - time.monotonic()
             if remaining <= 0:
                 self._on_timeout()
             if not self.alive():
                 raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
+            if self._oversized():
+                self.kill()
+                raise OutputLimit(f"the kernel sent a message larger than "
+                                  f"{self._largest_message():,} bytes")
             try:
                 return get(timeout=min(remaining, 0.2))
             except Empty:
                 continue
+
+    def _starvation(self) -> float:
+        """Seconds to add to a limit that has run out: the wall time the sandbox lost to
+        others since the cell started (cgroups.starved_seconds), less what was added
+        already, at most MAX_WAIT_SHARE of the cell limit per notebook in all. A neighbour's
+        load is not the student's time."""
+        if self.group is None:
+            return 0.0
+        now = time.monotonic()
+        lost = cgroups.starved_seconds(self._cpu_before, cgroups.cpu_times(self.group.threads()),
+                                       now - self._cell_started, self._cpu_share)
+        lost_in_cell = lost - self._added_in_cell()
+        allowed = MAX_WAIT_SHARE * self.limits.cell_timeout - self.waited
+        added = min(lost_in_cell, max(0.0, allowed))
+        if added > 0.05:
+            self.waited += added
+            self.deadline += added
+            return added
+        return 0.0
+
+    def _added_in_cell(self) -> float:
+        """What earlier extensions already added to this cell's limit."""
+        return max(0.0, self._end - self._cell_started - self._cell_limit)
 
     def _on_timeout(self):
         # Interrupt first (a polite loop stops), then kill: a SIGINT-proof loop cannot outlive us.

@@ -111,7 +111,8 @@ def grade_items(source: NotebookNode, release: NotebookNode,
         grade_id = meta["grade_id"]
         released_cell = released.get(grade_id)
         if released_cell is None:
-            raise RuntimeError(f"{release_path} lacks graded cell {grade_id!r}: run `course release`")
+            raise RuntimeError(f"{release_path} lacks graded cell {grade_id!r}: "
+                               "run `course release`")
         auto = cell.cell_type == "code" and not meta.get("solution")
         docstring, calls = parse_test_cell(cell.source) if auto else ("", [])
         items.append(GradeItem(grade_id, float(meta.get("points", 0)), auto, docstring,

@@ -33,7 +33,8 @@ def parse_test_cell(source: str) -> tuple[str, list[CheckCall]]:
     body = list(tree.body)
     if not body or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
                         and isinstance(body[0].value.value, str)):
-        raise InvalidTestCell("a test cell must start with a one-line docstring saying what it checks")
+        raise InvalidTestCell(
+            "a test cell must start with a one-line docstring saying what it checks")
     docstring = body.pop(0).value.value.strip()
     calls = []
     for statement in body:

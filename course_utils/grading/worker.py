@@ -262,19 +262,26 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
         stopped = f"the grader failed: {error!r}" + (f" (in cell {index})" if index is not None
                                                      else "")
     finally:
+        refused = session.refusals()  # what its cgroup refused: memory, processes
         kernels.discard(session)
 
-    reason = stopped
-    if problems and status is Status.GRADED:
-        status, reason = Status.TAMPERED, "; ".join(problems.values())
-    if notebook.note:  # e.g. which file was graded in place of a missing one
-        reason = "; ".join(filter(None, [notebook.note, reason]))
+    status, reason = _outcome(status, [stopped, refused], problems, notebook.note)
     result = NotebookResult(spec.name, status, reason,
                             final_verdicts(spec.items, decided, problems, stopped))
     if config.autograded_dir is not None:
         target = config.autograded_dir / submission.student / submission.lesson / spec.filename
         write_autograded(target, nb, spec, result, outputs)
     return result
+
+
+def _outcome(status: Status, reasons: list[str], problems: dict[str, str],
+             note: str) -> tuple[Status, str]:
+    """A notebook's status and reason: why it stopped and what its limits refused; tampered
+    cells where it ran to the end; the intake's note (a renamed file, say) first."""
+    reason = "; ".join(filter(None, reasons))
+    if problems and status is Status.GRADED:
+        status, reason = Status.TAMPERED, "; ".join(problems.values())
+    return status, "; ".join(filter(None, [note, reason]))
 
 
 def final_verdicts(items: tuple[GradeItem, ...], decided: dict[str, ItemResult],

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
-from .devices import _validate
+from .args import is_real, is_whole, positive_int
+from .devices import checked_device
 
 __all__ = [
     "TensorBatches",
@@ -39,15 +40,9 @@ _TOY_Y_TEST = [0, 1]
 
 # ------------------------------------------------------------------ validation
 
-def _positive_int(value, name: str, function: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{function}: {name} must be a positive whole number, got {value!r}.")
-    return value
-
-
 def _seed(value, function: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(  # noqa: TRY004 - data.py reports every bad argument as ValueError
+    if not is_whole(value):
+        raise ValueError(
             f"{function}: seed must be a whole number, got {value!r}.")
     return value
 
@@ -56,7 +51,7 @@ def _device(device, function: str) -> torch.device:
     """The CPU when ``device`` is None; otherwise the requested device, checked."""
     if device is None:
         return torch.device("cpu")
-    return _validate(device, f"{function}(device=...)")
+    return checked_device(device, f"{function}(device=...)")
 
 
 # ------------------------------------------------------------------ toy data
@@ -108,7 +103,7 @@ def toy_loaders(batch_size: int = 2) -> tuple[DataLoader, DataLoader]:
     ``torch.manual_seed(123)`` before building the model, as in the appendix,
     reproduces the appendix's log (first line ``Train/Val Loss: 0.75``).
     """
-    _positive_int(batch_size, "batch_size", "toy_loaders")
+    positive_int(batch_size, "batch_size", "toy_loaders")
     X_train, y_train, X_test, y_test = toy_tensors()
     train_loader = DataLoader(ToyDataset(X_train, y_train), batch_size=batch_size,
                               shuffle=True, drop_last=True, num_workers=0)
@@ -128,8 +123,7 @@ def digits_tensors(test_fraction: float = 0.25, seed: int = 0, device=None
     same proportion on both sides) and fixed by ``seed``. With ``device``, all four
     tensors are created there in one transfer each.
     """
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
-            or not 0 < test_fraction < 1:
+    if not is_real(test_fraction) or not 0 < test_fraction < 1:
         raise ValueError(
             f"digits_tensors: test_fraction must be a number strictly between 0 and 1, "
             f"got {test_fraction!r}.")
@@ -159,7 +153,7 @@ def digits_loaders(batch_size: int = 64, test_fraction: float = 0.25, seed: int 
     The training loader reshuffles every epoch with its own generator seeded by
     ``seed``, so runs are repeatable whatever else draws random numbers.
     """
-    _positive_int(batch_size, "batch_size", "digits_loaders")
+    positive_int(batch_size, "batch_size", "digits_loaders")
     X_train, y_train, X_test, y_test = digits_tensors(test_fraction, seed)
     generator = torch.Generator().manual_seed(seed)
     train_loader = DataLoader(TensorDataset(X_train, y_train), batch_size=batch_size,
@@ -176,7 +170,7 @@ def regression_data(n: int = 100, seed: int = 0, device=None) -> tuple[torch.Ten
     ``X`` is standard normal and ``y = X @ w + b + noise`` for a fixed random ``w``
     and ``b`` drawn from ``seed`` (noise std 0.1), so a linear model can fit it.
     """
-    _positive_int(n, "n", "regression_data")
+    positive_int(n, "n", "regression_data")
     _seed(seed, "regression_data")
     where = _device(device, "regression_data")
     generator = torch.Generator().manual_seed(seed)
@@ -194,7 +188,7 @@ def image_data(n: int = 32, seed: int = 0, device=None) -> tuple[torch.Tensor, t
     learn anything that carries over to new images. Good for checking shapes,
     devices and speed, not accuracy.
     """
-    _positive_int(n, "n", "image_data")
+    positive_int(n, "n", "image_data")
     _seed(seed, "image_data")
     where = _device(device, "image_data")
     generator = torch.Generator().manual_seed(seed)
@@ -242,7 +236,7 @@ class TensorBatches:
                 raise TypeError(f"TensorBatches: {name} must be True or False, got {flag!r}.")
         self.features = features
         self.labels = labels
-        self.batch_size = _positive_int(batch_size, "batch_size", "TensorBatches")
+        self.batch_size = positive_int(batch_size, "batch_size", "TensorBatches")
         self.shuffle = shuffle
         self.drop_last = drop_last
         # One generator for the object's life: each epoch draws the next permutation from it,

@@ -104,7 +104,7 @@ def _suggestion(name: str) -> str:
     return f" Did you mean {suggested!r}{there}?"
 
 
-def _validate(requested: str | torch.device, source: str) -> torch.device:
+def checked_device(requested: str | torch.device, source: str) -> torch.device:
     """Turn a device request into a usable ``torch.device`` or raise ValueError.
 
     Names are case-insensitive ("CUDA" is "cuda"); a misspelt or colloquial name ("gpu")
@@ -151,10 +151,11 @@ def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
     from_env = os.environ.get(ENV_VAR, "").strip()
     if from_env:
         source = f"The environment variable {ENV_VAR}"
-        device = _computing(_validate(from_env, source), source)
+        device = _computing(checked_device(from_env, source), source)
         return DeviceChoice(device, f"{ENV_VAR}={from_env} is set")
     if prefer is not None:
-        device = _computing(_validate(prefer, "get_device(prefer=...)"), "get_device(prefer=...)")
+        source = "get_device(prefer=...)"
+        device = _computing(checked_device(prefer, source), source)
         return DeviceChoice(device, f"prefer={str(prefer)!r} was requested")
     accelerator = _accelerator_type()
     if accelerator is not None:
@@ -163,17 +164,34 @@ def explain_device(prefer: str | torch.device | None = None) -> DeviceChoice:
     return DeviceChoice(torch.device("cpu"), "no accelerator is available, so the CPU is used")
 
 
+def make_current(device: torch.device) -> None:
+    """Make ``device`` PyTorch's current device when it is an indexed accelerator.
+
+    Everything that says "the current device" (CUDA events and streams, ``torch.device("cuda")``,
+    ``torch.cuda.is_bf16_supported()``, DataParallel's default ``device_ids``) then means the
+    device the learner chose, not GPU 0.
+    """
+    if device.index is None or device.type != _accelerator_type():
+        return
+    if torch.accelerator.current_device_index() != device.index:
+        torch.accelerator.set_device_index(device.index)
+
+
 def get_device(prefer: str | torch.device | None = None) -> torch.device:
-    """Return the device to compute on.
+    """Return the device to compute on, and make it PyTorch's current device.
 
     Order: the ``COURSE_DEVICE`` environment variable, then ``prefer``, then the
     accelerator that ``torch.accelerator`` reports (CUDA, MPS, XPU, ...), then the CPU.
     A requested device that does not exist or is unavailable raises ``ValueError``
     naming it and listing what is available. An accelerator comes with its index
     (``"cuda"`` -> ``cuda:0`` on the current GPU, ``"mps"`` -> ``mps:0``): a tensor on it
-    reports the same device, so ``x.device == get_device()`` compares as expected.
+    reports the same device, so ``x.device == get_device()`` compares as expected. A chosen
+    ``cuda:1`` becomes the current device (:func:`make_current`), so that code which uses
+    "the current device" (CUDA events, ``is_bf16_supported``) uses it too.
     """
-    return explain_device(prefer).device
+    device = explain_device(prefer).device
+    make_current(device)
+    return device
 
 
 def synchronize(device: str | torch.device | None = None) -> None:

@@ -1,9 +1,11 @@
 """Small measurements the lessons show: what autograd keeps alive, and for how long.
 
-* :class:`SavedTensors` -- a ``with`` block that records every tensor autograd saves for a
-  backward pass (the activations) and tells, at any moment later, how many bytes of them are
-  still held. ``backward()`` releases them; a graph that nobody runs backward through keeps
-  them as long as something refers to it.
+* :class:`SavedTensors` -- THE measurement of what autograd saves for backward: a ``with``
+  block that records every tensor autograd saves for a backward pass (the activations) and
+  tells how many bytes that was and, at any moment later, how many of them are still held.
+  :func:`course_utils.lab.memory.saved_for_backward` is its one-call form. ``backward()``
+  releases them; a graph that nobody runs backward through keeps them as long as something
+  refers to it.
 * :func:`graph_nodes` -- how many autograd nodes a tensor's graph holds: the bookkeeping that
   stays in host memory even after ``backward()`` has freed the saved tensors.
 
@@ -39,24 +41,40 @@ class SavedTensors:
 
     ::
 
-        with SavedTensors(ignore=model.parameters()) as saved:
+        with SavedTensors(exclude=model.parameters()) as saved:
             loss = loss_fn(model(x), y)
         saved.bytes_alive      # the activations this graph keeps for backward
         loss.backward()
         saved.bytes_alive      # 0: backward released them
 
-    Sizes are those of the distinct storages, so a tensor saved by two operations counts
-    once. Tensors that share storage with ``ignore`` (the model's parameters, which exist
-    anyway) are not counted. Only one such block can be active at a time (PyTorch allows one
-    pair of saved-tensor hooks).
+    The counting rule: the bytes of each distinct STORAGE, each counted once. A view keeps its
+    whole storage alive, so that is the memory the graph holds: a slice of a batch holds the
+    batch, and a tensor saved by two operations (one layer's output is the next one's input)
+    is held once. Tensors that share storage with ``exclude`` (the model's parameters, a data
+    set already in memory: things that exist anyway) are not counted as saved; their bytes
+    are in ``bytes_excluded``. A copy autocast makes of a weight is new memory: it counts.
+    Only one such block can be active at a time (PyTorch allows one pair of saved-tensor hooks).
     """
 
-    def __init__(self, ignore: Iterable[torch.Tensor] = ()) -> None:
-        self._ignored = {_storage_key(tensor) for tensor in ignore}
+    def __init__(self, exclude: Iterable[torch.Tensor] = ()) -> None:
+        self._excluded = {_storage_key(tensor): tensor.untyped_storage().nbytes()
+                          for tensor in exclude}
+        self._excluded_seen: set[tuple[str, int]] = set()
         self._held: dict[tuple[str, int], list[int]] = {}  # key -> [bytes, holders alive]
         self._hooks: torch.autograd.graph.saved_tensors_hooks | None = None
         self.tensors_saved = 0  # how many tensors were saved inside the block, in all
-        self.bytes_saved = 0  # their distinct storages' bytes, in all
+        self.storages_saved = 0  # how many distinct storages they were in
+        self.bytes_saved = 0  # those storages' bytes, in all
+
+    @property
+    def bytes_excluded(self) -> int:
+        """Bytes of the ``exclude`` storages that were saved (each once): held, not new."""
+        return sum(self._excluded[key] for key in self._excluded_seen)
+
+    @property
+    def storages_excluded(self) -> int:
+        """How many distinct ``exclude`` storages were saved."""
+        return len(self._excluded_seen)
 
     @property
     def bytes_alive(self) -> int:
@@ -72,12 +90,14 @@ class SavedTensors:
         if tensor.device.type == "meta":  # no memory, no address to tell storages apart
             return tensor
         key = _storage_key(tensor)
-        if key in self._ignored:
+        if key in self._excluded:
+            self._excluded_seen.add(key)
             return tensor
         entry = self._held.get(key)
         if entry is None or not entry[1]:
             entry = self._held[key] = [tensor.untyped_storage().nbytes(), 0]
             self.bytes_saved += entry[0]
+            self.storages_saved += 1
         entry[1] += 1
         self.tensors_saved += 1
         packed = _Packed(tensor.detach())  # no grad_fn: no reference cycle through the graph

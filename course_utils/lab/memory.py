@@ -12,13 +12,10 @@ Lesson 05's helpers:
   the CPU, so out-of-memory handling can be shown and tested without a GPU;
 * :func:`find_batch_size` -- halve the batch size until a step fits, recovering outside the
   ``except`` block;
-* :func:`time_steps` -- the fastest of several interleaved runs of each step.
 """
 from __future__ import annotations
 
 import gc
-import math
-import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,13 +24,15 @@ from typing import Any, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .devices import _validate, synchronize
+from .args import positive_int, whole_number
+from .devices import checked_device
+from .measure import SavedTensors
 
 __all__ = [
-    "OPTIMIZER_STATE_COPIES", "Attempt", "BatchSizeSearch", "MemoryReading", "SavedTensors",
+    "OPTIMIZER_STATE_COPIES", "Attempt", "BatchSizeSearch", "MemoryReading", "SavedBytes",
     "SimulatedBudget", "TrainingMemory", "accelerator_memory", "estimate_training_memory",
     "find_batch_size", "memory_table", "mib", "release_cached_memory", "reset_peak",
-    "saved_for_backward", "time_steps",
+    "saved_for_backward",
 ]
 
 T = TypeVar("T")
@@ -95,8 +94,7 @@ def estimate_training_memory(model: torch.nn.Module, batch_size: int,
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"estimate_training_memory needs an nn.Module, got {type(model).__name__}.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive whole number, got {batch_size!r}.")
+    positive_int(batch_size, "batch_size", "estimate_training_memory")
     if optimizer not in OPTIMIZER_STATE_COPIES:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZER_STATE_COPIES)}, "
                          f"got {optimizer!r}.")
@@ -129,38 +127,30 @@ def estimate_training_memory(model: torch.nn.Module, batch_size: int,
 # ------------------------------------------------------------------ measuring
 
 @dataclass(frozen=True)
-class SavedTensors:
+class SavedBytes:
     """What autograd kept for the backward pass, counted once per storage."""
 
-    activation_bytes: int  # tensors the forward pass made (inputs included)
-    parameter_bytes: int  # views of the parameters: saved, but no extra memory
-    count: int  # distinct storages
+    activation_bytes: int  # storages the forward pass made (inputs included unless excluded)
+    parameter_bytes: int  # saved storages of ``exclude`` (Linear saves its weight): not new
+    count: int  # distinct storages saved, the parameters' included
 
 
-def saved_for_backward(forward: Callable[[], T], parameters: Iterable[torch.Tensor] = ()
-                       ) -> tuple[T, SavedTensors]:
+def saved_for_backward(forward: Callable[[], T], exclude: Iterable[torch.Tensor] = ()
+                       ) -> tuple[T, SavedBytes]:
     """Run ``forward()`` and measure what autograd saves for its backward pass.
 
-    Returns ``(forward's result, SavedTensors)``. Saved tensors that share a storage (views,
-    the output of one layer that is the input of the next) count once; those that share a
-    storage with ``parameters`` (``Linear`` saves its weight) count as parameter bytes.
+    Returns ``(forward's result, SavedBytes)``: the one-call form of
+    :class:`course_utils.lab.measure.SavedTensors`, with its counting rule (each storage
+    once, whole). Saved tensors that share storage with ``exclude`` (the model's
+    parameters) count as parameter bytes.
     """
     if not callable(forward):
         raise TypeError(f"saved_for_backward needs a function to call, got "
                         f"{type(forward).__name__}; wrap the step in a lambda.")
-    own = {p.untyped_storage().data_ptr() for p in parameters}
-    saved: dict[int, int] = {}
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        saved[storage.data_ptr()] = storage.nbytes()
-        return tensor  # keep the tensor itself: the measurement changes nothing
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    with SavedTensors(exclude=exclude) as saved:
         result = forward()
-    parameter_bytes = sum(n for pointer, n in saved.items() if pointer in own)
-    return result, SavedTensors(sum(saved.values()) - parameter_bytes, parameter_bytes,
-                                len(saved))
+    return result, SavedBytes(saved.bytes_saved, saved.bytes_excluded,
+                              saved.storages_saved + saved.storages_excluded)
 
 
 @dataclass(frozen=True)
@@ -174,7 +164,7 @@ class MemoryReading:
 
 
 def _accelerator(device) -> torch.device:
-    device = _validate(device, "accelerator_memory(device=...)")
+    device = checked_device(device, "accelerator_memory(device=...)")
     if device.type in ("cpu", "meta"):
         raise ValueError(f"device {str(device)!r} has no caching allocator to read: PyTorch "
                          "keeps memory statistics for accelerators (cuda, mps, xpu, ...). "
@@ -233,7 +223,7 @@ def release_cached_memory(device=None) -> None:
     gc.collect()
     if device is None:
         return
-    device = _validate(device, "release_cached_memory(device=...)")
+    device = checked_device(device, "release_cached_memory(device=...)")
     if device.type in ("cpu", "meta"):
         return
     if _uses_accelerator_api(device):
@@ -257,8 +247,7 @@ class SimulatedBudget(TorchFunctionMode):
 
     def __init__(self, limit: int):
         super().__init__()
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be a whole number of bytes >= 0, got {limit!r}.")
+        whole_number(limit, "limit (bytes)", "SimulatedBudget")
         self.limit = limit
         self.peak = 0
         self._storages: dict[int, tuple[int, list[weakref.ref]]] = {}
@@ -328,9 +317,8 @@ def find_batch_size(step: Callable[[int], Any], start: int, device=None,
     """
     if not callable(step):
         raise TypeError(f"step must be a function of the batch size, got {type(step).__name__}.")
-    for name, value in (("start", start), ("minimum", minimum)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
+    positive_int(start, "start", "find_batch_size")
+    positive_int(minimum, "minimum", "find_batch_size")
     if minimum > start:
         raise ValueError(f"minimum ({minimum}) must not be larger than start ({start}).")
     attempts: list[Attempt] = []
@@ -350,29 +338,3 @@ def find_batch_size(step: Callable[[int], Any], start: int, device=None,
         if device is not None:
             release_cached_memory(device)
         batch_size //= 2
-
-
-# ------------------------------------------------------------------ timing
-
-def time_steps(steps: Mapping[str, Callable[[], Any]], repeats: int = 5,
-               device=None) -> dict[str, float]:
-    """Seconds of the fastest run of each step, the steps interleaved, after one warm-up each.
-
-    Interleaving spreads a busy machine's slow moments over all steps alike; the fastest run
-    is the one least disturbed. With ``device``, each run ends with a synchronisation, so
-    queued GPU work is inside the time.
-    """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive whole number, got {repeats!r}.")
-    if not steps or not all(callable(step) for step in steps.values()):
-        raise ValueError("steps must map names to functions that take no arguments.")
-    best = {name: math.inf for name in steps}
-    for round_ in range(repeats + 1):
-        for name, step in steps.items():
-            synchronize(device or "cpu")
-            started = time.perf_counter()
-            step()
-            synchronize(device or "cpu")
-            if round_:  # round 0 is the warm-up
-                best[name] = min(best[name], time.perf_counter() - started)
-    return best

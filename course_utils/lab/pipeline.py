@@ -9,7 +9,6 @@
   loader and how long the model step took (synchronised), and which of the two limits the speed.
 * :func:`time_epochs` -> :class:`EpochTimes` -- for each epoch, the wall time and the wait for the
   first batch (where worker start-up shows).
-* :func:`copy_seconds` -- one host-to-device copy from pageable or pinned memory (CUDA only).
 * :func:`device_busy_seconds` -- from a ``torch.profiler`` run, the time the GPU spent in kernels.
 """
 from __future__ import annotations
@@ -22,13 +21,13 @@ from statistics import fmean
 import torch
 from torch.utils.data import Dataset
 
-from .devices import _validate, synchronize
+from .args import is_real, whole_number
+from .devices import checked_device, synchronize
 
 __all__ = [
     "EpochTimes",
     "SlowDataset",
     "StageTimes",
-    "copy_seconds",
     "device_busy_seconds",
     "time_epochs",
     "time_stages",
@@ -36,17 +35,10 @@ __all__ = [
 
 
 def _seconds(value, name: str, owner: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    if not is_real(value) or not 0 <= value <= 1:
         raise ValueError(f"{owner}: {name} must be a number of seconds between 0 and 1, "
                          f"got {value!r}.")
     return float(value)
-
-
-def _count(value, name: str, owner: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner}: {name} must be a whole number of at least {minimum}, "
-                         f"got {value!r}.")
-    return value
 
 
 # ------------------------------------------------------------------ a slow dataset
@@ -72,7 +64,7 @@ class SlowDataset(Dataset):
                              f"{tuple(labels.shape)}.")
         self.features, self.labels = features, labels
         self.seconds = _seconds(seconds, "seconds", "SlowDataset")
-        self.slow_every = _count(slow_every, "slow_every", "SlowDataset", minimum=0)
+        self.slow_every = whole_number(slow_every, "slow_every", "SlowDataset")
         self.slow_seconds = _seconds(slow_seconds, "slow_seconds", "SlowDataset")
 
     def __len__(self) -> int:
@@ -154,8 +146,8 @@ def time_stages(loader: Iterable, step: Callable, device, max_batches: int | Non
         raise TypeError(f"time_stages: step must be a function of one batch, got "
                         f"{type(step).__name__}.")
     if max_batches is not None:
-        _count(max_batches, "max_batches", "time_stages")
-    device = _validate(device, "time_stages(device=...)")
+        whole_number(max_batches, "max_batches", "time_stages", minimum=1)
+    device = checked_device(device, "time_stages(device=...)")
     times = StageTimes(device=str(device))
     synchronize(device)
     started = time.perf_counter()
@@ -192,8 +184,8 @@ class EpochTimes:
 def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
                 device="cpu") -> EpochTimes:
     """Iterate ``loader`` for ``epochs`` epochs (calling ``step(batch)`` if given), timing each."""
-    _count(epochs, "epochs", "time_epochs")
-    device = _validate(device, "time_epochs(device=...)")
+    whole_number(epochs, "epochs", "time_epochs", minimum=1)
+    device = checked_device(device, "time_epochs(device=...)")
     times = EpochTimes()
     for _ in range(epochs):
         synchronize(device)
@@ -210,34 +202,7 @@ def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
     return times
 
 
-# ------------------------------------------------------------------ GPU-only measurements
-
-def copy_seconds(megabytes: float, device, pinned: bool, repeats: int = 5) -> float:
-    """Median seconds of one host-to-``device`` copy of ``megabytes`` MB (CUDA only).
-
-    Pinned (page-locked) host memory can be read by the GPU's copy engine directly; pageable
-    memory is first staged through a pinned buffer by the driver.
-    """
-    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) \
-            or not 0 < megabytes <= 4096:
-        raise ValueError(f"copy_seconds: megabytes must be a number in (0, 4096], got "
-                         f"{megabytes!r}.")
-    _count(repeats, "repeats", "copy_seconds")
-    device = _validate(device, "copy_seconds(device=...)")
-    if device.type != "cuda":
-        raise ValueError(f"copy_seconds measures copies to a CUDA device; got {str(device)!r}, "
-                         "where pinned memory does not apply.")
-    host = torch.empty(int(megabytes * 1e6), dtype=torch.uint8, pin_memory=pinned)
-    host.to(device)  # warm-up: the first copy pays for allocations
-    timings = []
-    for _ in range(repeats):
-        synchronize(device)
-        started = time.perf_counter()
-        host.to(device, non_blocking=pinned)
-        synchronize(device)
-        timings.append(time.perf_counter() - started)
-    return sorted(timings)[len(timings) // 2]
-
+# ------------------------------------------------------------------ the profiler
 
 def device_busy_seconds(profile) -> float:
     """Seconds during which the accelerator ran something, in a ``torch.profiler`` run.

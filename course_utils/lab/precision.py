@@ -6,7 +6,7 @@
 * :func:`amp_step`: the course's device-agnostic mixed-precision training step;
 * :func:`number_formats` -> :class:`NumberFormat`: range and precision of each format, from
   ``torch.finfo``; :func:`round_to_tf32`: the rounding TF32 matmuls apply to their inputs;
-* :func:`saved_tensor_bytes`, :func:`median_seconds`, :func:`measure_training` ->
+* :func:`measure_training` ->
   :class:`RunMeasurement`, :class:`Comparison`: speed, memory and accuracy, measured.
 
 Device logic (which device, how to wait for it) stays in :mod:`course_utils.lab.devices`.
@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .devices import _validate, get_device, synchronize
+from .args import positive_int
+from .devices import checked_device, get_device, synchronize
+from .measure import SavedTensors
 
 __all__ = ["AmpPolicy", "Comparison", "NumberFormat", "RunMeasurement", "amp_policy", "amp_step",
-           "measure_training", "median_seconds", "number_formats", "round_to_tf32",
-           "saved_tensor_bytes"]
+           "measure_training", "number_formats", "round_to_tf32"]
 
 REDUCED = (torch.float16, torch.bfloat16)
 
@@ -34,16 +35,23 @@ REDUCED = (torch.float16, torch.bfloat16)
 
 @dataclass(frozen=True)
 class AmpPolicy:
-    """How to train in mixed precision on one kind of device.
+    """How to train in mixed precision on one device.
 
-    ``dtype`` is the autocast dtype (``torch.float32`` means autocast off); ``use_scaler`` says
-    whether the loss must be scaled (float16 only: its range is too small for gradients).
+    ``device`` is the whole device (``cuda:1``, not just ``cuda``): the model, the batches and
+    the memory counters of a run under this policy all live there. A device name is accepted
+    and turned into a ``torch.device``. ``dtype`` is the autocast dtype (``torch.float32``
+    means autocast off); ``use_scaler`` says whether the loss must be scaled (float16 only:
+    its range is too small for gradients).
     """
 
-    device_type: str
+    device: torch.device
     dtype: torch.dtype
     use_scaler: bool
     reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device, torch.device):
+            object.__setattr__(self, "device", torch.device(self.device))
 
     @property
     def enabled(self) -> bool:
@@ -51,17 +59,18 @@ class AmpPolicy:
 
     def autocast(self) -> torch.autocast:
         """``torch.autocast`` for this policy; a no-op context when autocast is off."""
-        return torch.autocast(self.device_type, dtype=self.dtype, enabled=self.enabled)
+        return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
 
     def make_scaler(self) -> torch.amp.GradScaler:
         """A ``GradScaler`` that scales only where needed (disabled, its methods pass through)."""
-        return torch.amp.GradScaler(self.device_type, enabled=self.use_scaler)
+        return torch.amp.GradScaler(self.device.type, enabled=self.use_scaler)
 
 
-def _cuda_has_bf16_units() -> bool:
-    # The default is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where
-    # bfloat16 is emulated and slow; native support is what makes it worth using.
-    return torch.cuda.is_bf16_supported(including_emulation=False)
+def _cuda_has_bf16_units(device: torch.device) -> bool:
+    # The default is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where bfloat16
+    # is emulated and slow; native support (compute capability 8.0+) is what makes it worth
+    # using. is_bf16_supported() asks the *current* GPU; the capability is asked of `device`.
+    return torch.cuda.get_device_capability(device) >= (8, 0)
 
 
 def _mps_holds_bf16() -> bool:
@@ -81,20 +90,20 @@ def amp_policy(device: str | torch.device | None = None, *, enabled: bool = True
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"amp_policy: enabled must be True or False, got {enabled!r}.")
-    device = get_device() if device is None else _validate(device, "amp_policy(device=...)")
+    device = get_device() if device is None else checked_device(device, "amp_policy(device=...)")
     kind = device.type
     if kind not in ("cpu", "cuda", "mps"):
         raise ValueError(f"amp_policy: no mixed-precision policy for device {str(device)!r}; "
                          "the course knows 'cpu', 'cuda' and 'mps'.")
     if not enabled:
-        return AmpPolicy(kind, torch.float32, False, "autocast off: the float32 baseline")
+        return AmpPolicy(device, torch.float32, False, "autocast off: the float32 baseline")
     if kind == "cpu":
-        return AmpPolicy(kind, torch.bfloat16, False, "the CPU autocasts to bfloat16")
-    if kind == "cuda" and _cuda_has_bf16_units():
-        return AmpPolicy(kind, torch.bfloat16, False, "this GPU has bfloat16 units")
+        return AmpPolicy(device, torch.bfloat16, False, "the CPU autocasts to bfloat16")
+    if kind == "cuda" and _cuda_has_bf16_units(device):
+        return AmpPolicy(device, torch.bfloat16, False, "this GPU has bfloat16 units")
     if kind == "mps" and _mps_holds_bf16():
-        return AmpPolicy(kind, torch.bfloat16, False, "MPS holds bfloat16 (macOS 14+)")
-    return AmpPolicy(kind, torch.float16, True,
+        return AmpPolicy(device, torch.bfloat16, False, "MPS holds bfloat16 (macOS 14+)")
+    return AmpPolicy(device, torch.float16, True,
                      f"no native bfloat16 on this {kind} device: float16, with loss scaling")
 
 
@@ -175,52 +184,6 @@ def round_to_tf32(values: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------ measuring
 
-def saved_tensor_bytes(run: Callable[[], object], exclude: Iterable[torch.Tensor] = ()) -> int:
-    """Bytes of the tensors autograd saves for backward while ``run()`` runs.
-
-    Each tensor counts with its own size (a slice of a batch counts as the slice), and a tensor
-    saved twice counts once; tensors in ``exclude`` (the model's parameters, which exist
-    anyway) do not count. A copy autocast makes of a weight is new memory: it counts.
-    """
-    if not callable(run):
-        raise TypeError(f"saved_tensor_bytes needs a function to run, got "
-                         f"{type(run).__name__}.")
-    skip = {tensor.data_ptr() for tensor in exclude}
-    seen: dict[tuple[int, torch.dtype], int] = {}
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.data_ptr() not in skip:
-            key = (tensor.data_ptr(), tensor.dtype)
-            seen[key] = max(seen.get(key, 0), tensor.numel() * tensor.element_size())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        run()
-    return sum(seen.values())
-
-
-def median_seconds(run: Callable[[], object], device: str | torch.device, repeat: int = 5,
-                   warmup: int = 1) -> float:
-    """Median wall time of ``run()`` over ``repeat`` calls, waiting for ``device`` each time.
-
-    GPU work is queued, not done, when a call returns: :func:`~course_utils.synchronize`
-    before reading the clock makes the time the work's, not the queueing's.
-    """
-    for name, value, least in (("repeat", repeat, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"median_seconds: {name} must be a whole number >= {least}, "
-                             f"got {value!r}.")
-    device = _validate(device, "median_seconds(device=...)")
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(repeat):
-        synchronize(device)
-        start = time.perf_counter()
-        run()
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _peak_memory(device: torch.device, reset: bool) -> int | None:
@@ -241,7 +204,7 @@ class RunMeasurement:
     """What one training run in one precision measured."""
 
     label: str
-    device: str
+    device: torch.device
     dtype: str
     steps: int
     seconds_per_step: float  # median over the steps after the first
@@ -301,10 +264,8 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     if not isinstance(policy, AmpPolicy):
         raise TypeError(f"measure_training needs an AmpPolicy (from amp_policy()), got "
                          f"{type(policy).__name__}.")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"measure_training: epochs must be a positive whole number, "
-                         f"got {epochs!r}.")
-    device = torch.device(policy.device_type)
+    positive_int(epochs, "epochs", "measure_training")
+    device = policy.device
     torch.manual_seed(seed)
     model = make_model().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -312,8 +273,11 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     loss_fn = torch.nn.CrossEntropyLoss()
 
     features, labels = next(iter(train_batches))
-    with policy.autocast():
-        saved = saved_tensor_bytes(lambda: loss_fn(model(features), labels), model.parameters())
+    # A copy: a view (TensorBatches' slices) would hold, and count, the whole data set.
+    batch = features.clone()
+    with policy.autocast(), SavedTensors(exclude=model.parameters()) as saved_tensors:
+        loss_fn(model(batch), labels)
+    saved = saved_tensors.bytes_saved
 
     _peak_memory(device, reset=True)
     times, loss, skipped = [], math.nan, 0
@@ -330,6 +294,6 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
         accuracy = evaluate(model, test_batches, device)
     dtype_name = str(policy.dtype).removeprefix("torch.")
     return RunMeasurement(label or (f"autocast {dtype_name}" if policy.enabled else "float32"),
-                          str(device), dtype_name, len(times),
+                          device, dtype_name, len(times),
                           statistics.median(times[1:] or times), saved, peak, accuracy, loss,
                           skipped)

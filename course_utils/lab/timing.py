@@ -4,31 +4,40 @@ GPU kernels are queued and run later, and the first call on a device pays for st
 timing is only honest when the work ran before the clock stopped, start-up was paid before the
 clock started, and it was repeated enough to see the noise. The helpers:
 
-* :func:`benchmark` -- one callable, timed with ``torch.utils.benchmark.Timer`` on a clock that
-  synchronises ``device`` (warm-up, many runs, the median), as a :class:`Timing`;
+* :func:`benchmark` -- the course's one timing primitive: a callable, timed with
+  ``torch.utils.benchmark.Timer`` on a clock that synchronises ``device`` (warm-up, at least
+  ``MIN_BLOCKS`` blocks, the median, the fastest block and the spread), as a :class:`Timing`
+  that warns when the spread says the machine was busy;
 * :func:`matmul_sweep` -- ``a @ b`` for square matrices of each size, as :class:`MatmulPoint`
   records (time and achieved FLOP/s), and :func:`plot_sweep` to draw them;
 * :func:`peak_flop_per_s` -- a vendor's published peak for known GPUs, else None;
 * :class:`WorkQueue` -- a CPU stand-in for a GPU stream, to see asynchronous work without a GPU;
-* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures.
+* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures;
+* :func:`quiet_profiler_markers` -- drops the two log lines ``torch.profiler`` writes to stderr.
 
 The lesson's exercises (a timer, a crossover finder) are the learner's to write; nothing here
 computes a crossover.
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
+import statistics
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch.utils import benchmark as torch_benchmark
 
-from .devices import _validate, get_device, synchronize
+from .args import is_whole, positive_int, seconds
+from .devices import checked_device, get_device, synchronize
 
 __all__ = [
     "MatmulPoint",
@@ -41,6 +50,7 @@ __all__ = [
     "matmul_sweep",
     "peak_flop_per_s",
     "plot_sweep",
+    "quiet_profiler_markers",
     "synchronized_clock",
 ]
 
@@ -48,43 +58,70 @@ __all__ = [
 # ------------------------------------------------------------------ checks of arguments
 
 def _device(device, function: str) -> torch.device:
-    return get_device() if device is None else _validate(device, f"{function}(device=...)")
+    return get_device() if device is None else checked_device(device, f"{function}(device=...)")
 
 
 def _threads(threads, function: str) -> int:
     """None -> the threads PyTorch uses now; otherwise a positive whole number."""
-    if threads is None:
-        return torch.get_num_threads()
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{function}: threads must be a positive whole number or None (all of "
-                         f"PyTorch's threads), got {threads!r}.")
-    return threads
-
-
-def _min_run_time(seconds, function: str) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        raise ValueError(f"{function}: min_run_time must be a positive number of seconds, got "
-                         f"{seconds!r}.")
-    return float(seconds)
+    threads = positive_int(threads, "threads", function, none_means="all of PyTorch's threads")
+    return torch.get_num_threads() if threads is None else threads
 
 
 # ------------------------------------------------------------------ one timing
 
+MIN_BLOCKS = 5  # a spread needs several blocks: one block has an IQR of 0, which says nothing
+NOISY_SPREAD = 0.2  # an IQR above this share of the median: something else was using the machine
+SLOW_CALL_S = 1e-3  # from here on, each call is timed alone (a clock reading costs microseconds)
+
+
 @dataclass(frozen=True)
 class Timing:
-    """What :func:`benchmark` measured: seconds per call (median and spread) and where."""
+    """What :func:`benchmark` measured: seconds per call, their spread, and where.
+
+    The calls run in blocks (``calls_per_block`` each, chosen so that a block is long enough to
+    read on the clock); every statistic is per call. ``median_s`` is the figure to report,
+    ``min_s`` the least disturbed block (on a busy machine the closer to the truth), and
+    ``iqr_s`` the spread of the middle half of the blocks. ``noisy`` says the spread is too
+    large for the median to be trusted.
+    """
 
     label: str
-    device: str
+    device: torch.device
     threads: int
-    median_s: float  # seconds per call: the median over the measured blocks
-    iqr_s: float  # interquartile range of the per-call times: the noise
-    calls: int  # how many calls were timed in all (warm-up excluded)
+    median_s: float
+    min_s: float
+    iqr_s: float
+    blocks: int
+    calls_per_block: int
+
+    @property
+    def calls(self) -> int:
+        """How many calls were timed in all (warm-up excluded)."""
+        return self.blocks * self.calls_per_block
+
+    @property
+    def spread(self) -> float:
+        """The IQR as a share of the median: 0.05 is a quiet machine, 0.5 a busy one."""
+        return self.iqr_s / self.median_s if self.median_s > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
+
+    def warning(self) -> str:
+        """'' when the spread is small; else what it means and what to do."""
+        if not self.noisy:
+            return ""
+        return (f"NOISY: the blocks spread over {self.spread:.0%} of the median, so something "
+                "else was using the machine; the fastest block is the better guess, and the "
+                "figure needs a re-run on a quiet machine before you trust it.")
 
     def __str__(self) -> str:
-        return (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
-                f"{self.median_s * 1e3:.4g} ms per call (IQR {self.iqr_s * 1e3:.2g} ms, "
-                f"{self.calls} calls)")
+        text = (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
+                f"{self.median_s * 1e3:.4g} ms per call, median of {self.blocks} blocks of "
+                f"{self.calls_per_block} (fastest {self.min_s * 1e3:.4g} ms, IQR "
+                f"{self.iqr_s * 1e3:.2g} ms = {self.spread:.0%} of the median)")
+        return text + (f"\n  {self.warning()}" if self.noisy else "")
 
 
 def synchronized_clock(device=None) -> Callable[[], float]:
@@ -102,31 +139,60 @@ def synchronized_clock(device=None) -> Callable[[], float]:
     return clock
 
 
+def _one_call(code, names: dict, clock: Callable[[], float]) -> float:
+    started = clock()
+    eval(code, names)  # the course's own statement: "fn()" or "a @ b"
+    return clock() - started
+
+
 def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: int,
              min_run_time: float) -> Timing:
-    timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=synchronized_clock(device),
-                                  num_threads=threads, label=label)
-    # blocked_autorange first runs the statement to choose a block size: that is the warm-up.
-    measurement = timer.blocked_autorange(min_run_time=min_run_time)
-    return Timing(label=label, device=str(device), threads=threads,
-                  median_s=measurement.median, iqr_s=measurement.iqr,
-                  calls=measurement.number_per_run * len(measurement.raw_times))
+    clock = synchronized_clock(device)
+    timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=clock, num_threads=threads,
+                                  label=label)
+    code = compile(stmt, "<timed>", "eval")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _one_call(code, names, clock)  # the warm-up: a first call pays for start-up
+        first = _one_call(code, names, clock)  # a first look at the cost of a call
+        if first >= SLOW_CALL_S:
+            # A slow call: timed alone it is far above the clock's resolution, while
+            # blocked_autorange would put up to 10 of them in each of its blocks.
+            count = max(MIN_BLOCKS, math.ceil(min_run_time / first))
+            per_block, times = 1, [_one_call(code, names, clock) for _ in range(count)]
+    finally:
+        torch.set_num_threads(before)
+    if first < SLOW_CALL_S:
+        # blocked_autorange chooses a block size (warming up again as it does) and repeats
+        # blocks for min_run_time; a few more blocks where that gave too few for a spread.
+        measurement = timer.blocked_autorange(min_run_time=min_run_time)
+        per_block, blocks = measurement.number_per_run, [measurement]
+        while sum(len(block.raw_times) for block in blocks) < MIN_BLOCKS:
+            blocks.append(timer.timeit(per_block))
+        times = [time_ for block in blocks for time_ in block.times]  # per call, per block
+    lower, median, upper = statistics.quantiles(times, n=4, method="inclusive")
+    return Timing(label=label, device=device, threads=threads, median_s=median,
+                  min_s=min(times), iqr_s=upper - lower, blocks=len(times),
+                  calls_per_block=per_block)
 
 
 def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
               threads: int | None = None, min_run_time: float = 0.2) -> Timing:
     """Time ``fn()`` with ``torch.utils.benchmark.Timer`` and return a :class:`Timing`.
 
-    The clock synchronises ``device`` (default :func:`get_device`) before every reading, so
-    queued GPU work is counted; the Timer warms up first and repeats for at least
-    ``min_run_time`` seconds. ``threads`` (default: all PyTorch uses now) is the CPU thread
-    count; the Timer's own default would be 1.
+    The course's one timing primitive. The clock synchronises ``device`` (default
+    :func:`get_device`) before every reading, so queued GPU work is counted; the Timer warms
+    up first and repeats blocks of calls for at least ``min_run_time`` seconds, and at least
+    ``MIN_BLOCKS`` blocks, so that the spread means something. ``threads`` (default: all
+    PyTorch uses now) is the CPU thread count; the Timer's own default would be 1.
     """
     if not callable(fn):
         raise TypeError(f"benchmark: fn must be a callable taking no arguments, got "
                         f"{type(fn).__name__}.")
     return _measure("fn()", {"fn": fn}, _device(device, "benchmark"), label,
-                    _threads(threads, "benchmark"), _min_run_time(min_run_time, "benchmark"))
+                    _threads(threads, "benchmark"),
+                    seconds(min_run_time, "min_run_time", "benchmark"))
 
 
 # ------------------------------------------------------------------ the matmul sweep
@@ -137,9 +203,7 @@ def matmul_flop(size: int) -> int:
     Each of the size**2 outputs is a dot product of length size: size multiplications and
     size additions (counted as size, as is usual).
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"matmul_flop: size must be a positive whole number, got {size!r}.")
-    return 2 * size**3
+    return 2 * positive_int(size, "size", "matmul_flop")**3
 
 
 @dataclass(frozen=True)
@@ -151,6 +215,12 @@ class MatmulPoint:
     dtype: str  # 'float32'
     threads: int
     seconds: float  # median per multiplication
+    spread: float = 0.0  # IQR / median of the blocks (Timing.spread)
+
+    @property
+    def noisy(self) -> bool:
+        """The spread says the machine was busy while this size was timed."""
+        return self.spread > NOISY_SPREAD
 
     @property
     def flop(self) -> int:
@@ -171,13 +241,13 @@ def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torc
     """
     device = _device(device, "matmul_sweep")
     threads = _threads(threads, "matmul_sweep")
-    min_run_time = _min_run_time(min_run_time, "matmul_sweep")
+    min_run_time = seconds(min_run_time, "min_run_time", "matmul_sweep")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise ValueError(f"matmul_sweep: dtype must be a floating-point torch.dtype such as "
                          f"torch.float32, got {dtype!r}.")
     sizes = list(sizes) if isinstance(sizes, (list, tuple, range)) else sizes
     if not isinstance(sizes, list) or not sizes or any(
-            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+            not is_whole(n) or n < 1 for n in sizes):
         raise ValueError(f"matmul_sweep: sizes must be a non-empty list of positive whole "
                          f"numbers, got {sizes!r}.")
     generator = torch.Generator().manual_seed(0)
@@ -190,7 +260,7 @@ def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torc
                           min_run_time)
         points.append(MatmulPoint(size=size, device=str(device),
                                   dtype=str(dtype).removeprefix("torch."), threads=threads,
-                                  seconds=timing.median_s))
+                                  seconds=timing.median_s, spread=timing.spread))
     return points
 
 
@@ -337,3 +407,38 @@ def describe_machine(device=None) -> str:
     device = _device(device, "describe_machine")
     return (f"{os.cpu_count()} CPU cores ({_cpu_model()}), {torch.get_num_threads()} PyTorch "
             f"threads, PyTorch {torch.__version__}, device {device} ({_device_name(device)})")
+
+
+# ------------------------------------------------------------------ the profiler's log lines
+
+# Kineto, the profiler's library, writes one line to stderr as a recording starts and one as it
+# stops ("USDT:<date> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start"), from C++
+# and whatever KINETO_LOG_LEVEL says. A notebook shows them in red, as if something failed.
+_PROFILER_MARKER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
+
+
+@contextmanager
+def quiet_profiler_markers() -> Iterator[None]:
+    """Run a ``torch.profiler`` block without its two start/stop log lines on stderr.
+
+    Everything else the block writes to the stderr file descriptor (a warning, an error from
+    C++) is written again to ``sys.stderr`` when the block ends.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+            kept = [line for line in text.splitlines(keepends=True)
+                    if not _PROFILER_MARKER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+

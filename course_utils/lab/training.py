@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .devices import _validate, get_device, synchronize
+from .args import positive_int
+from .devices import checked_device, get_device, synchronize
 
 __all__ = ["History", "evaluate", "fit", "progress_enabled"]
 
@@ -88,7 +89,7 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 def _resolve_device(device, function: str) -> torch.device:
     """``None`` -> :func:`get_device`; anything else is checked and used as given."""
-    return get_device() if device is None else _validate(device, f"{function}(device=...)")
+    return get_device() if device is None else checked_device(device, f"{function}(device=...)")
 
 
 def _check_model(model) -> None:
@@ -188,8 +189,7 @@ def fit(model: torch.nn.Module, train_loader: Iterable, loss_fn: Callable, optim
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, e.g. torch.nn.CrossEntropyLoss(); got "
                         f"{type(loss_fn).__name__}.")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive whole number, got {epochs!r}.")
+    positive_int(epochs, "epochs", "fit")
     show = progress_enabled(progress)
     device = _resolve_device(device, "fit")
 

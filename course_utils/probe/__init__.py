@@ -6,22 +6,57 @@ then the probe's, so everything here is self-contained: plain Python and torch, 
 functions, no module-level state, and no import of any other part of ``course_utils``.
 """
 from .facts import (
+    ErrorFacts,
     LearnerRun,
+    LineFacts,
     NotSimulated,
     StopProbe,
     describe,
     describe_error,
+    error_facts,
     run_learner,
     type_name,
+    whole_number,
 )
-from .instruments import ForwardRecorder, Spy, StopAfter, TrackedBatches, patched, track_moves
+from .instruments import (
+    ForwardRecorder,
+    Spy,
+    StopAfter,
+    TrackedBatches,
+    meta_generators,
+    patched,
+    track_moves,
+)
 from .models import build_mlp, optimizer_state_values, parameter_values
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
+from .structures import build_structure, fingerprint, observe_structure
 
 __all__ = [
-    "ForwardRecorder", "LearnerRun", "NotSimulated", "SimulatedClock", "SimulatedMachine", "Spy",
-    "StopAfter", "StopProbe", "TrackedBatches", "build_mlp", "describe", "describe_error",
-    "optimizer_state_values", "parameter_values", "patched", "run_learner", "track_moves",
+    "ErrorFacts",
+    "ForwardRecorder",
+    "LearnerRun",
+    "LineFacts",
+    "NotSimulated",
+    "SimulatedClock",
+    "SimulatedMachine",
+    "Spy",
+    "StopAfter",
+    "StopProbe",
+    "TrackedBatches",
+    "build_mlp",
+    "build_structure",
+    "describe",
+    "describe_error",
+    "error_facts",
+    "fingerprint",
+    "meta_generators",
+    "observe_structure",
+    "optimizer_state_values",
+    "parameter_values",
+    "patched",
+    "run_learner",
+    "track_moves",
     "type_name",
+    "whole_number",
 ]

@@ -4,7 +4,36 @@
 * :func:`run_learner` -- call the learner's code; its return value or its error, never a crash;
 * :class:`StopProbe` -- ends the learner's code once the probe has seen enough;
 * :class:`NotSimulated` -- a device query a simulated machine does not answer.
+
+What a probe reports about an error has one shape, :class:`ErrorFacts`, built in one place,
+:func:`error_facts`; verify() functions on the trusted side read it by these keys.
 """
+from typing import TypedDict
+
+
+class LineFacts(TypedDict):
+    """The last line of the learner's own code in a traceback."""
+
+    lineno: int
+    text: str  # at most 200 characters
+    function: str
+
+
+class ErrorFacts(TypedDict):
+    """An exception, as plain facts (JSON-able)."""
+
+    type: str  # the exception's class name, e.g. 'RuntimeError'
+    kinds: list  # its classes, most specific first, without BaseException and object
+    message: str  # at most 400 characters
+    attribute: "str | None"  # the missing attribute of an AttributeError
+    line: "LineFacts | None"  # None when the error arose outside the learner's code
+    raised_in: "str | None"  # the library file that raised it, e.g. 'torch/cuda/__init__.py'
+
+
+def error_facts(type, kinds, message, attribute=None, line=None, raised_in=None):
+    """An :class:`ErrorFacts` record (the one place its keys are spelled)."""
+    return ErrorFacts(type=type, kinds=list(kinds), message=message, attribute=attribute,
+                      line=line, raised_in=raised_in)
 
 
 class StopProbe(BaseException):
@@ -69,7 +98,7 @@ def describe_error(error):
     if learner:
         frame = learner[-1]
         text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-        line = {"lineno": frame.lineno, "text": text[:200], "function": frame.name}
+        line = LineFacts(lineno=frame.lineno, text=text[:200], function=frame.name)
     raised_in = None
     if frames and _is_library_file(frames[-1].filename):
         parts = frames[-1].filename.replace("\\", "/").split("/")
@@ -79,15 +108,12 @@ def describe_error(error):
     message = str(error)[:400]
     if isinstance(error, RecursionError):  # its wording depends on where the limit was hit
         message = "maximum recursion depth exceeded"
-    return {
-        "type": type(error).__name__,
-        "kinds": [cls.__name__ for cls in type(error).__mro__
-                  if cls not in (BaseException, object)],
-        "message": message,
-        "attribute": getattr(error, "name", None) if isinstance(error, AttributeError) else None,
-        "line": line,
-        "raised_in": raised_in,
-    }
+    return error_facts(
+        type(error).__name__,
+        [cls.__name__ for cls in type(error).__mro__ if cls not in (BaseException, object)],
+        message,
+        attribute=getattr(error, "name", None) if isinstance(error, AttributeError) else None,
+        line=line, raised_in=raised_in)
 
 
 class LearnerRun:
@@ -95,7 +121,7 @@ class LearnerRun:
 
     def __init__(self, value=None, error=None, stopped=False):
         self.value = value
-        self.error = error  # a describe_error() dict, or None
+        self.error = error  # ErrorFacts, or None
         self.stopped = stopped  # a StopProbe ended it (the probe had seen enough)
 
 
@@ -106,11 +132,31 @@ def run_learner(function, *args, **kwargs):
     except StopProbe:
         return LearnerRun(stopped=True)
     except NotSimulated as gap:
-        return LearnerRun(error={"type": "NotSimulated", "kinds": ["NotSimulated"],
-                                 "message": str(gap), "attribute": None, "line": None,
-                                 "raised_in": None})
+        return LearnerRun(error=error_facts("NotSimulated", ["NotSimulated"], str(gap)))
     except Exception as error:  # noqa: BLE001 - the learner's code raised: report it as data
         return LearnerRun(error=describe_error(error))
+
+
+def _number_kind(value):
+    """'integral' or 'real' for a number of a type other than Python's own (e.g. numpy.int64),
+    None for anything else."""
+    import numbers
+
+    if isinstance(value, bool) or not hasattr(value, "item"):
+        return None
+    if isinstance(value, numbers.Integral):
+        return "integral"
+    return "real" if isinstance(value, numbers.Real) else None
+
+
+def whole_number(value):
+    """``value`` as a Python int when it is a whole number of any integer type (not a bool),
+    else None."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
 
 
 def describe(value, max_values=64):
@@ -139,6 +185,8 @@ def describe(value, max_values=64):
         facts.update(device_type=value.type, index=value.index, text=str(value))
     elif isinstance(value, (bool, int, float, str)) or value is None:
         facts["value"] = value
+    elif _number_kind(value):  # a NumPy scalar, say: the same number, another type
+        facts.update(value=value.item(), number=_number_kind(value))
     elif isinstance(value, (list, tuple)):
         facts["items"] = [describe(item, max_values) for item in value[:max_values]]
     elif isinstance(value, dict):

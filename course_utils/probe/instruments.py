@@ -5,7 +5,8 @@
 * :class:`ForwardRecorder` -- record each forward pass of a module: mode, grad, where the
   inputs arrived;
 * :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
-* :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them.
+* :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them;
+* :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in).
 """
 from .facts import StopProbe, type_name
 
@@ -164,3 +165,25 @@ class TrackedBatches:
     def __iter__(self):
         for batch in self.loader:
             yield tuple(track_moves(item, self.moves) for item in batch)
+
+
+def meta_generators():
+    """A :class:`patched` entry: ``torch.Generator(device=x.device)`` on meta data gives a CPU
+    generator, with which ``torch.randperm(..., device="meta")`` draws; meta has none of its own.
+
+    Right on a GPU (the generator lives where the data are), so a meta stand-in for a GPU must
+    accept it. ``isinstance(g, torch.Generator)`` stays true for every generator.
+    """
+    import torch
+
+    real = torch.Generator
+
+    class KeepsType(type(real)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, real)
+
+    class Generator(real, metaclass=KeepsType):
+        def __new__(cls, device="cpu"):
+            return real("cpu" if torch.device(device).type == "meta" else device)
+
+    return (torch, "Generator", Generator)

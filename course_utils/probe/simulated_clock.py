@@ -7,7 +7,8 @@ class SimulatedClock:
     """A clock that moves only when the probe says so, and devices that run work later.
 
     While active, ``time.perf_counter``, ``time.time``, ``time.monotonic``, their ``_ns``
-    forms and ``timeit.default_timer`` read :attr:`now` in the probe's thread (other threads
+    forms, ``timeit.default_timer`` and a ``timeit.Timer`` built on any of them (as
+    ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads
     get the real time); ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
     ``torch.accelerator.synchronize`` first answer as the active :class:`SimulatedMachine`
     would (raising where it raises), then wait for that device's queued work. The probe
@@ -85,7 +86,15 @@ class SimulatedClock:
                      for name in self.CLOCKS]
                   + [(timeit, "default_timer", clock(timeit.default_timer))])
         simulated = {id(getattr(owner, name)): new for owner, name, new in clocks}
+        timer_init = timeit.Timer.__init__
+
+        def simulated_timer(timer_self, stmt="pass", setup="pass", timer=timeit.default_timer,
+                            globals=None):
+            # timeit.repeat and timeit.timeit bound the real clock as a default when imported.
+            return timer_init(timer_self, stmt, setup, simulated.get(id(timer), timer), globals)
+
         self._patch = patched(clocks + [
+            (timeit.Timer, "__init__", simulated_timer),
             sync(torch.cuda, "torch.cuda.synchronize", cuda),
             sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
             sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()

@@ -22,6 +22,25 @@ class SimulatedMachine:
         # shared with Spy objects to see them interleaved with other events.
         self.queries = [] if log is None else log
         self._patch = None
+        self._current = 0  # torch.cuda.current_device()
+
+    def _index_of(self, device=None) -> int:
+        import torch
+
+        if device is None:
+            return self._current
+        if isinstance(device, int):
+            return device
+        return torch.device(device).index or 0
+
+    def _gpu(self, device=None) -> dict:
+        """The spec of the GPU ``device`` names (the current one by default), as CUDA refuses."""
+        index, gpus = self._index_of(device), self.spec["gpus"]
+        if not gpus:
+            raise RuntimeError("No CUDA GPUs are available")
+        if not 0 <= index < len(gpus):
+            raise RuntimeError("Invalid device id")  # what CUDA says for cuda:N, N too big
+        return gpus[index]
 
     def _answers(self):
         import types
@@ -29,30 +48,16 @@ class SimulatedMachine:
         import torch
 
         gpus, mps = self.spec["gpus"], bool(self.spec["mps"])
-        state = {"current": 0}
+        self._current = 0  # each simulation starts on GPU 0
         accelerator = "cuda" if gpus else ("mps" if mps else None)
-
-        def index_of(device=None):
-            if device is None:
-                return state["current"]
-            if isinstance(device, int):
-                return device
-            return torch.device(device).index or 0
-
-        def gpu(device=None):
-            index = index_of(device)
-            if not gpus:
-                raise RuntimeError("No CUDA GPUs are available")
-            if not 0 <= index < len(gpus):
-                raise RuntimeError("Invalid device id")  # what CUDA says for cuda:N, N too big
-            return gpus[index]
+        gpu = self._gpu
 
         class Properties(types.SimpleNamespace):
             def __getattr__(self, name):
                 raise NotSimulated(f"torch.cuda.get_device_properties(...).{name}")
 
         def set_device(device):
-            state["current"] = index_of(device)
+            self._current = self._index_of(device)
             gpu()
 
         def current_accelerator(check_available=False):
@@ -76,7 +81,7 @@ class SimulatedMachine:
             "torch.cuda": {
                 "is_available": lambda: bool(gpus),
                 "device_count": lambda: len(gpus),
-                "current_device": lambda: (gpu(), state["current"])[1],
+                "current_device": lambda: (gpu(), self._current)[1],
                 "set_device": set_device,
                 "get_device_name": lambda device=None: gpu(device)["name"],
                 "get_device_properties": lambda device=None: Properties(**gpu(device)),
@@ -114,8 +119,8 @@ class SimulatedMachine:
                 "is_available": lambda: accelerator is not None,
                 "current_accelerator": current_accelerator,
                 "device_count": lambda: len(gpus) if gpus else int(mps),
-                "current_device_index": lambda: state["current"] if accelerator else -1,
-                "current_device_idx": lambda: state["current"] if accelerator else -1,
+                "current_device_index": lambda: self._current if accelerator else -1,
+                "current_device_idx": lambda: self._current if accelerator else -1,
                 "set_device_index": set_device, "set_device_idx": set_device,
                 "synchronize": requires(accelerator, "Cannot access accelerator device when "
                                         "none is available."),

@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..grading.cgroups import LimitsUnavailable
 from ..grading.sandbox import SandboxUnavailable
 
 
@@ -41,6 +42,15 @@ def _announce(isolation) -> None:
               "network, or killing the grader's processes.", file=sys.stderr, flush=True)
 
 
+def _announce_limits(line: str, resources) -> None:
+    """The second line of `course grade`: which resource limits hold for each submission."""
+    print(f"Limits: {line}", flush=True)
+    if not resources.enforced:
+        print("course grade: WARNING: grading without whole-submission limits "
+              "(--unsafe-no-limits): one submission can take all the memory and processes of "
+              "this machine and slow every neighbour.", file=sys.stderr, flush=True)
+
+
 def _grade(args) -> int:
     from ..grading.startup import skip_slow_optional_imports
 
@@ -53,14 +63,21 @@ def _grade(args) -> int:
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
                     memory_mb=args.memory_mb, output_bytes=args.max_output,
-                    max_notebook_mb=args.max_notebook_mb)
+                    total_output_bytes=args.max_total_output,
+                    max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
+                    max_open_files=args.max_open_files)
+    from ..grading.shard import WHOLE, Shard
+
     roster = read_roster(Path(args.roster)) if args.roster else None
+    shard = Shard.parse(args.shard) if args.shard else WHOLE
     out = Path(args.out)
     as_text = args.format == "table"
     outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
                     db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
-                    use_sandbox=not args.unsafe_no_sandbox, roster=roster,
+                    use_sandbox=not args.unsafe_no_sandbox,
+                    use_limits=not args.unsafe_no_limits, roster=roster, shard=shard,
                     on_isolation=_announce if as_text else lambda isolation: None,
+                    on_limits=_announce_limits if as_text else lambda line, resources: None,
                     progress=lambda line: print(line, file=sys.stderr, flush=True))
     if not as_text:
         print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
@@ -150,11 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
     grade.add_argument("--timeout", type=float, default=240.0,
                        help="seconds per submission")
-    grade.add_argument("--memory-mb", type=int, default=4096, help="memory cap of a kernel")
+    grade.add_argument("--memory-mb", type=int, default=4096,
+                       help="memory of a submission's sandbox, all its processes together")
+    grade.add_argument("--max-processes", type=int, default=512,
+                       help="processes and threads of a submission's sandbox at once")
+    grade.add_argument("--max-open-files", type=int, default=1024,
+                       help="open files per process")
     grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
+    grade.add_argument("--max-total-output", type=int, default=10_000_000,
+                       help="bytes of output of a whole notebook (its autograded copy)")
     grade.add_argument("--max-notebook-mb", type=float, default=50.0,
                        help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
+    grade.add_argument("--shard", metavar="I/N",
+                       help="grade only part I of N (0-based) of the class, split by student: "
+                            "N runs with one --seed into one PostgreSQL --db grade it once "
+                            "(Slurm arrays, Kubernetes Indexed Jobs, CI matrices: "
+                            "docs/cluster.md)")
     grade.add_argument("--roster", metavar="STUDENTS_CSV",
                        help="nbgrader's student CSV (id,first_name,last_name[,email]): names in "
                             "the gradebook, and a row for each student who submitted nothing")
@@ -163,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="grade without the bubblewrap sandbox (student code then runs "
                             "with your rights: see docs/grading.md)")
+    grade.add_argument("--unsafe-no-limits", action="store_true",
+                       help="grade without control-group limits (one submission can then "
+                            "exhaust this machine: see docs/grading.md)")
     grade.set_defaults(run=_grade)
 
     prepare = commands.add_parser(
@@ -182,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, SandboxUnavailable) as error:
+    except (ValueError, FileNotFoundError, SandboxUnavailable, LimitsUnavailable) as error:
         # Bad input, a missing tool or driver: one line naming it, no traceback.
         print(f"course {args.command}: {error}", file=sys.stderr)
         return 2

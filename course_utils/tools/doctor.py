@@ -1,7 +1,8 @@
 """``course doctor``: is this Python ready for the course, and which device will it use?
 
-:func:`collect` gathers the facts as a JSON-able dict; :func:`main` prints them as a
-short report (or as JSON) and returns the exit status:
+:func:`examine` gathers the facts as a :class:`Report` (typed records; ``as_dict()`` is the
+``--json`` form, which :func:`collect` returns); :func:`main` prints them as a short report
+(or as JSON) and returns the exit status:
 
 * 0 -- the environment works (PyTorch imports, the device request can be met);
 * 1 -- PyTorch cannot be imported;
@@ -19,9 +20,11 @@ import multiprocessing
 import os
 import platform
 import sys
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any, TextIO
 
+from ..grading import cgroups as grading_cgroups
 from ..grading import sandbox as grading_sandbox
 
 #: Distribution name -> the label shown in the report.
@@ -42,35 +45,121 @@ def _version(distribution: str) -> str:
         return NOT_INSTALLED
 
 
-def _start_method() -> dict[str, Any]:
+# ------------------------------------------------------------------ the report's records
+# Field order is the order of the --json output.
+
+@dataclass(frozen=True)
+class PythonFacts:
+    version: str
+    executable: str
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    system: str  # 'Linux', 'Darwin', 'Windows' ('' when unknown)
+    release: str
+    machine: str
+
+
+@dataclass(frozen=True)
+class StartMethod:
+    method: str  # how DataLoader workers start: 'fork', 'spawn' or 'forkserver'
+    explicitly_set: bool  # False: the platform's default
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    torch_threads: int | None  # None when PyTorch cannot be imported
+    os_cpu_count: int | None
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    version: str
+    cuda_build: str | None
+    hip_build: str | None
+    mps_built: bool
+    cuda_initialized: bool  # before the doctor touched CUDA
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    picked: str | None  # what get_device() returns; None when it fails
+    reason: str | None
+    available: list[str]
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    device: str  # 'cuda:0'
+    index: int
+    name: str | None
+    memory_gib: float | None
+    capability: str | None  # CUDA compute capability, '8.0'
+    sm_count: int | None
+    bf16: bool | None  # native bfloat16; None: unknown
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything ``course doctor`` found. The PyTorch part is None when torch cannot load."""
+
+    ok: bool
+    error: str | None  # why the environment does not work, one sentence
+    python: PythonFacts
+    platform: PlatformFacts
+    packages: dict[str, str]  # distribution -> version or NOT_INSTALLED
+    multiprocessing: StartMethod
+    cpu: CpuFacts
+    grading_isolation: grading_sandbox.Isolation  # for instructors: what `course grade` uses
+    grading_limits: grading_cgroups.ResourceControl  # and the limits it sets per submission
+    torch: TorchFacts | None = None
+    device: DeviceFacts | None = None
+    accelerators: list[Accelerator] = field(default_factory=list)
+    no_accelerator_reason: str | None = None
+    advice: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form; without PyTorch, only the facts gathered without it."""
+        facts = asdict(self)
+        facts["grading_limits"] = self.grading_limits.as_dict()  # with "enforced"
+        if self.torch is None:
+            for key in ("torch", "device", "accelerators", "no_accelerator_reason", "advice"):
+                del facts[key]
+        return facts
+
+
+# ------------------------------------------------------------------ gathering the facts
+
+def _start_method() -> StartMethod:
     """The multiprocessing start method, read without fixing it as a side effect."""
     chosen = multiprocessing.get_start_method(allow_none=True)
     # The first entry is the platform's default (documented); asking
     # get_start_method() without allow_none would *set* the context.
     default = multiprocessing.get_all_start_methods()[0]
-    return {"method": chosen or default, "explicitly_set": chosen is not None}
+    return StartMethod(chosen or default, chosen is not None)
 
 
-def _cuda_devices(torch: Any) -> list[dict[str, Any]]:
+def _cuda_devices(torch: Any) -> list[Accelerator]:
     devices = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
-        devices.append({
-            "device": f"cuda:{index}",
-            "index": index,
-            "name": props.name,
-            "memory_gib": round(props.total_memory / 2**30, 2),
-            "capability": f"{props.major}.{props.minor}",
-            "sm_count": props.multi_processor_count,
+        devices.append(Accelerator(
+            device=f"cuda:{index}",
+            index=index,
+            name=props.name,
+            memory_gib=round(props.total_memory / 2**30, 2),
+            capability=f"{props.major}.{props.minor}",
+            sm_count=props.multi_processor_count,
             # The rule torch.cuda.is_bf16_supported(including_emulation=False) applies
             # to the *current* device, applied to each device: native bf16 needs
             # compute capability 8.0 (Ampere) or newer; ROCm GPUs support it.
-            "bf16": bool(torch.version.hip) or props.major >= 8,
-        })
+            bf16=bool(torch.version.hip) or props.major >= 8,
+        ))
     return devices
 
 
-def _mps_device(torch: Any) -> dict[str, Any]:
+def _mps_device(torch: Any) -> Accelerator:
     try:
         memory = round(torch.mps.recommended_max_memory() / 2**30, 2)
     except Exception:  # noqa: BLE001 - older macOS/PyTorch: not reported
@@ -80,11 +169,10 @@ def _mps_device(torch: Any) -> dict[str, Any]:
         bf16 = True
     except Exception:  # noqa: BLE001 - bf16 on MPS needs macOS 14 or newer
         bf16 = False
-    return {"device": "mps", "index": 0, "name": "Apple MPS", "memory_gib": memory,
-            "capability": None, "sm_count": None, "bf16": bf16}
+    return Accelerator("mps", 0, "Apple MPS", memory, None, None, bf16)
 
 
-def _other_accelerator(torch: Any, device_type: str) -> list[dict[str, Any]]:
+def _other_accelerator(torch: Any, device_type: str) -> list[Accelerator]:
     """XPU and friends: report what their backend module offers."""
     backend = getattr(torch, device_type, None)
     count = int(getattr(backend, "device_count", lambda: 0)())
@@ -97,14 +185,12 @@ def _other_accelerator(torch: Any, device_type: str) -> list[dict[str, Any]]:
                 name = str(get_name(index))
             except Exception:  # noqa: BLE001 - a name is only informative
                 name = None
-        devices.append({"device": f"{device_type}:{index}", "index": index, "name": name,
-                        "memory_gib": None, "capability": None, "sm_count": None,
-                        "bf16": None})
+        devices.append(Accelerator(f"{device_type}:{index}", index, name, None, None, None, None))
     return devices
 
 
-def _accelerators(torch: Any) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
+def _accelerators(torch: Any) -> list[Accelerator]:
+    found: list[Accelerator] = []
     if torch.cuda.is_available():
         found.extend(_cuda_devices(torch))
     if torch.backends.mps.is_available():
@@ -133,10 +219,13 @@ def _why_no_accelerator(torch: Any) -> str:
             return "this PyTorch build has no MPS support."
         driver = (" There is an NVIDIA driver here (nvidia-smi found), so the GPU is only "
                   "waiting for a CUDA build." if smi else "")
+        how = ("On Windows the default `pip install torch` is CPU-only: install a CUDA build "
+               "with the command pytorch.org gives" if sys.platform == "win32" else
+               "For a CUDA build, run `make lab` on a fresh clone without "
+               "TORCH_INDEX=.../whl/cpu")
         return ("this PyTorch build is CPU-only (torch.version.cuda is None): it cannot use an "
-                f"NVIDIA GPU even if the machine has one.{driver} On Windows the default "
-                "`pip install torch` is CPU-only: install a CUDA build with the command "
-                "pytorch.org gives (README, 'GPU, Apple silicon, Colab, CPU only').")
+                f"NVIDIA GPU even if the machine has one.{driver} {how} (README, 'GPU, Apple "
+                "silicon, Colab, CPU only').")
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return "CUDA_VISIBLE_DEVICES is set to an empty string, which hides every GPU."
     if torch.version.cuda is None:  # a ROCm build
@@ -195,10 +284,13 @@ def _advice(system: str, start_method: str, device_type: str | None,
                 "CUDA fails with 'Cannot re-initialize CUDA in forked subprocess'.")
     if cpu_count and cpu_count > 1:
         advice.append(
-            f"When data loading is the bottleneck, try num_workers={min(8, cpu_count - 1)} "
-            "(about one per spare CPU core); more workers than cores only adds overhead.")
+            f"When data loading is the bottleneck, measure a few num_workers values (lesson 04): "
+            f"loading that computes (decoding, augmenting) gains up to about one worker per "
+            f"core ({cpu_count} here); loading that waits for a disk or a network can gain "
+            "from more.")
     else:
-        advice.append("One CPU core: keep num_workers=0.")
+        advice.append("One CPU core: start with num_workers=0; workers help only loading that "
+                      "waits for a disk or a network.")
     if device_type == "cuda":
         advice.append(
             "pin_memory=True in the DataLoader speeds up host-to-GPU copies here "
@@ -213,145 +305,146 @@ def _advice(system: str, start_method: str, device_type: str | None,
     return advice
 
 
-def collect() -> dict[str, Any]:
-    """Every fact the report shows, as a JSON-able dict.
-
-    ``report["ok"]`` is False when the environment does not work; ``report["error"]``
-    then says why in one sentence.
-    """
+def examine() -> Report:
+    """Every fact the report shows; ``ok`` is False when the environment does not work."""
     start = _start_method()
-    report: dict[str, Any] = {
-        "ok": True,
-        "error": None,
-        "python": {"version": platform.python_version(), "executable": sys.executable},
-        "platform": {"system": platform.system(), "release": platform.release(),
-                     "machine": platform.machine()},
+    basics = {
+        "python": PythonFacts(platform.python_version(), sys.executable),
+        "platform": PlatformFacts(platform.system(), platform.release(), platform.machine()),
         "packages": {name: _version(name) for name in PACKAGES},
         "multiprocessing": start,
-        "cpu": {"torch_threads": None, "os_cpu_count": os.cpu_count()},
-        # For instructors: the sandbox `course grade` runs student kernels in.
-        "grading_isolation": grading_sandbox.detect().as_dict(),
+        "grading_isolation": grading_sandbox.detect(),
+        "grading_limits": grading_cgroups.detect(),
     }
     try:
         import torch
     except ImportError as error:
-        report.update(ok=False, error=(
+        return Report(ok=False, error=(
             f"PyTorch cannot be imported in {sys.executable} ({error}); install the course "
-            "requirements (make install) and use that environment."))
-        return report
+            "requirements (make install) and use that environment."),
+            cpu=CpuFacts(None, os.cpu_count()), **basics)
 
     from ..lab.devices import available_devices, explain_device
 
     # Read before anything below touches CUDA (asking for device properties initialises it).
     cuda_initialized = bool(torch.cuda.is_initialized())
-    report["torch"] = {
-        "version": torch.__version__,
-        "cuda_build": torch.version.cuda,
-        "hip_build": torch.version.hip,
-        "mps_built": bool(torch.backends.mps.is_built()),
-        "cuda_initialized": cuda_initialized,
-    }
-    report["cpu"]["torch_threads"] = torch.get_num_threads()
-
+    torch_facts = TorchFacts(torch.__version__, torch.version.cuda, torch.version.hip,
+                             bool(torch.backends.mps.is_built()), cuda_initialized)
+    cpu = CpuFacts(torch.get_num_threads(), os.cpu_count())
+    error = None
     try:
         choice = explain_device()
-        report["device"] = {"picked": str(choice.device), "reason": choice.reason}
-        device_type = choice.device.type
-    except ValueError as error:
-        report.update(ok=False, error=str(error))
-        report["device"] = {"picked": None, "reason": None}
-        device_type = None
-    report["device"]["available"] = available_devices()
-
+        picked, reason, device_type = str(choice.device), choice.reason, choice.device.type
+    except ValueError as refused:
+        error, picked, reason, device_type = str(refused), None, None, None
     accelerators = _accelerators(torch)
-    report["accelerators"] = accelerators
-    report["no_accelerator_reason"] = None if accelerators else _why_no_accelerator(torch)
-    report["advice"] = _advice(report["platform"]["system"], start["method"], device_type,
-                               cuda_initialized, report["cpu"]["os_cpu_count"])
-    return report
+    return Report(
+        ok=error is None, error=error, cpu=cpu, torch=torch_facts,
+        device=DeviceFacts(picked, reason, available_devices()),
+        accelerators=accelerators,
+        no_accelerator_reason=None if accelerators else _why_no_accelerator(torch),
+        advice=_advice(basics["platform"].system, start.method, device_type, cuda_initialized,
+                       cpu.os_cpu_count),
+        **basics)
 
 
-def _format_accelerator(entry: dict[str, Any]) -> str:
-    parts = [f"{entry['device']:<8}", entry["name"] or "(unnamed)"]
-    if entry["memory_gib"] is not None:
-        parts.append(f"{entry['memory_gib']:.1f} GiB")
-    if entry["capability"] is not None:
-        parts.append(f"capability {entry['capability']}")
-    if entry["sm_count"] is not None:
-        parts.append(f"{entry['sm_count']} SMs")
-    if entry["bf16"] is not None:
-        parts.append("bf16 " + ("yes" if entry["bf16"] else "no"))
+def collect() -> dict[str, Any]:
+    """:func:`examine`'s report as the JSON-able dict ``course doctor --json`` prints."""
+    return examine().as_dict()
+
+
+# ------------------------------------------------------------------ showing them
+
+def _format_accelerator(entry: Accelerator) -> str:
+    parts = [f"{entry.device:<8}", entry.name or "(unnamed)"]
+    if entry.memory_gib is not None:
+        parts.append(f"{entry.memory_gib:.1f} GiB")
+    if entry.capability is not None:
+        parts.append(f"capability {entry.capability}")
+    if entry.sm_count is not None:
+        parts.append(f"{entry.sm_count} SMs")
+    if entry.bf16 is not None:
+        parts.append("bf16 " + ("yes" if entry.bf16 else "no"))
     return "  " + "  ".join(parts)
 
 
-def format_report(report: dict[str, Any]) -> str:
+def _build(facts: TorchFacts) -> str:
+    if facts.cuda_build:
+        return f"CUDA {facts.cuda_build}"
+    if facts.hip_build:
+        return f"ROCm {facts.hip_build}"
+    return "MPS build" if facts.mps_built else "CPU-only build"
+
+
+def _device_lines(report: Report) -> list[str]:
+    device = report.device
+    lines = ["", "Device"]
+    if device.picked is not None:
+        lines.append(f"  get_device() picks {device.picked}: {device.reason}.")
+    else:
+        lines.append("  get_device() fails (see the error below).")
+    lines.append(f"  Available here: {', '.join(device.available)}")
+    lines += ["", "Accelerators"]
+    if report.accelerators:
+        lines += [_format_accelerator(entry) for entry in report.accelerators]
+    else:
+        lines.append(f"  none: {report.no_accelerator_reason}")
+    return lines
+
+
+def format_report(report: Report) -> str:
     """The report as short, readable text."""
     lines = ["course doctor: is this environment ready for the course?", "", "Software"]
-    python = report["python"]
-    lines.append(f"  {'Python':<12} {python['version']}  ({python['executable']})")
-    torch_facts = report.get("torch")
+    lines.append(f"  {'Python':<12} {report.python.version}  ({report.python.executable})")
     for name, label in PACKAGES.items():
-        version = report["packages"][name]
-        if name == "torch" and torch_facts:
-            build = (f"CUDA {torch_facts['cuda_build']}" if torch_facts["cuda_build"]
-                     else f"ROCm {torch_facts['hip_build']}" if torch_facts["hip_build"]
-                     else "CPU-only build" if not torch_facts["mps_built"] else "MPS build")
-            version = f"{torch_facts['version']}  ({build})"
+        version = report.packages[name]
+        if name == "torch" and report.torch:
+            version = f"{report.torch.version}  ({_build(report.torch)})"
         lines.append(f"  {label:<12} {version}")
+    if report.torch:
+        lines += _device_lines(report)
 
-    if torch_facts:
-        device = report["device"]
-        lines += ["", "Device"]
-        if device["picked"] is not None:
-            lines.append(f"  get_device() picks {device['picked']}: {device['reason']}.")
-        else:
-            lines.append("  get_device() fails (see the error below).")
-        lines.append(f"  Available here: {', '.join(device['available'])}")
-
-        lines += ["", "Accelerators"]
-        if report["accelerators"]:
-            lines += [_format_accelerator(entry) for entry in report["accelerators"]]
-        else:
-            lines.append(f"  none: {report['no_accelerator_reason']}")
-
-    cpu = report["cpu"]
     lines += ["", "CPU and processes"]
-    if cpu["torch_threads"] is not None:
-        lines.append(f"  PyTorch uses {cpu['torch_threads']} thread(s); "
-                     f"os.cpu_count() = {cpu['os_cpu_count']}")
-    start = report["multiprocessing"]
-    lines.append(f"  multiprocessing start method: {start['method']}"
-                 + ("" if start["explicitly_set"] else " (the default here)"))
-    if torch_facts:
+    if report.cpu.torch_threads is not None:
+        lines.append(f"  PyTorch uses {report.cpu.torch_threads} thread(s); "
+                     f"os.cpu_count() = {report.cpu.os_cpu_count}")
+    start = report.multiprocessing
+    lines.append(f"  multiprocessing start method: {start.method}"
+                 + ("" if start.explicitly_set else " (the default here)"))
+    if report.torch:
         lines.append("  CUDA already initialised in this process: "
-                     + ("yes" if torch_facts["cuda_initialized"] else "no"))
+                     + ("yes" if report.torch.cuda_initialized else "no"))
 
-    if report.get("advice"):
-        lines += ["", f"Advice for {report['platform']['system'] or 'this system'}"]
-        lines += [f"  - {item}" for item in report["advice"]]
-    isolation = report["grading_isolation"]
-    lines += ["", "Grading (instructors)", f"  isolation: {isolation['description']}"]
-    if not isolation["sandboxed"]:
-        lines.append(f"  `course grade` needs it: {isolation['problem']}")
-    lines += ["", "Verdict: " + ("ready." if report["ok"] else f"NOT ready: {report['error']}")]
+    if report.advice:
+        lines += ["", f"Advice for {report.platform.system or 'this system'}"]
+        lines += [f"  - {item}" for item in report.advice]
+    isolation = report.grading_isolation
+    lines += ["", "Grading (instructors)", f"  isolation: {isolation.description}"]
+    if not isolation.sandboxed:
+        lines.append(f"  `course grade` needs it: {isolation.problem}")
+    resources = report.grading_limits
+    lines.append(f"  limits per submission: {resources.description}")
+    if not resources.enforced:
+        lines.append(f"  `course grade` needs them: {resources.problem}")
+    lines += ["", "Verdict: " + ("ready." if report.ok else f"NOT ready: {report.error}")]
     return "\n".join(lines)
 
 
 def main(as_json: bool = False, stream: TextIO | None = None) -> int:
     """Print the report to ``stream`` (default: sys.stdout); return the exit status."""
     stream = sys.stdout if stream is None else stream
-    report = collect()
+    report = examine()
     if as_json:
-        stream.write(json.dumps(report, indent=2) + "\n")
+        stream.write(json.dumps(report.as_dict(), indent=2) + "\n")
     else:
         stream.write(format_report(report) + "\n")
     stream.flush()
-    if report["ok"]:
+    if report.ok:
         return EXIT_OK
     if as_json:  # stdout is data for a program; the text report already ends with the reason
-        message = " ".join(str(report["error"]).split())  # exactly one line
+        message = " ".join(str(report.error).split())  # exactly one line
         print(f"course doctor: {message}", file=sys.stderr)
-    return EXIT_NO_TORCH if "torch" not in report else EXIT_NO_DEVICE
+    return EXIT_NO_TORCH if report.torch is None else EXIT_NO_DEVICE
 
 
 if __name__ == "__main__":

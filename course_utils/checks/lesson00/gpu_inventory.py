@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+from ...lab.args import is_real
 from ...probe import SimulatedMachine, describe, run_learner
 from .. import machines
 from ..framework import a, check, expect_no_error, expect_type, fail
@@ -73,7 +74,7 @@ def check_gpu_inventory(inputs, observations, hidden):
                 fail(f"{where}, entry {index} is {entry['name']!r} at index {entry['index']!r}.",
                      "ask torch.cuda.get_device_properties(i) for GPU i, in index order.")
             memory = entry["memory_gib"]
-            if isinstance(memory, bool) or not isinstance(memory, (int, float)):
+            if not is_real(memory):
                 fail(f"{where}, GPU {index}'s memory_gib is {a(type(memory).__name__)}.",
                      "use the number props.total_memory / 2**30.")
             if abs(memory - expected["memory_gib"]) > 0.01:

@@ -18,10 +18,12 @@ from ..framework import check, expect_no_error, fail, is_kind
 def make_inputs(seed: int, hidden: bool) -> dict:
     rng = random.Random(seed if hidden else 0)
     f, h, c = (rng.randint(3, 6), rng.choice([6, 10]), rng.randint(2, 4)) if hidden else (4, 8, 3)
-    return {"model": references.mlp_spec(rng, (f, h, c)), "fresh": references.mlp_spec(rng, (f, h, c)),
+    return {"model": references.mlp_spec(rng, (f, h, c)),
+            "fresh": references.mlp_spec(rng, (f, h, c)),
             "X": references.matrix(rng, 8, f), "y": [rng.randrange(c) for _ in range(8)],
             "lr": rng.choice([0.001, 0.005, 0.02]) if hidden else 0.01,
-            "steps": rng.randint(1, 3) if hidden else 2, "epoch": rng.randint(1, 40) if hidden else 3}
+            "steps": rng.randint(1, 3) if hidden else 2,
+            "epoch": rng.randint(1, 40) if hidden else 3}
 
 
 def probe(save_checkpoint, load_checkpoint, inputs):
@@ -88,10 +90,7 @@ SAVE_STATE = ("save plain state: `torch.save({'model': model.state_dict(), 'opti
 META = "With a fresh model on the CPU and device='meta' (a stand-in for a GPU)"
 
 
-@check(success="save_checkpoint()/load_checkpoint() restore the model, the optimizer and the "
-               "epoch exactly, and put them on the device asked for (CPU and 'meta' here).",
-       make_inputs=make_inputs, probe=probe, n_answers=2)
-def check_checkpoint_round_trip(inputs, observations, hidden):
+def _verify_saved(observations) -> None:  # a file of state dicts, not pickled objects
     expect_no_error(observations["save_error"], "save_checkpoint()")
     if not observations["written"]:
         fail("save_checkpoint() returned without writing a file at `path`.",
@@ -100,15 +99,9 @@ def check_checkpoint_round_trip(inputs, observations, hidden):
         fail("save_checkpoint() pickled a whole model or optimizer object, not its state_dict(). "
              "Loading such a file needs `weights_only=False`, which runs arbitrary code from "
              "the file, and it breaks as soon as the class changes.", SAVE_STATE)
-    cpu, meta = observations["cpu"], observations["meta"]
-    if is_kind(cpu["error"], "UnpicklingError"):
-        fail("load_checkpoint() could not read the checkpoint with `weights_only=True`: it holds "
-             "Python objects that this safe mode refuses to unpickle.", SAVE_STATE)
-    expect_no_error(cpu["error"], "load_checkpoint()")
-    if cpu["returned"]["type"] != "int":
-        fail(f"load_checkpoint() returned {cpu['returned']['type']!r}, not the epoch (an int).",
-             "store the epoch in the checkpoint and `return checkpoint['epoch']`.")
-    expect_no_error(meta["error"], "load_checkpoint()", where=META)
+
+
+def _verify_load_call(meta) -> None:  # torch.load(path, map_location=..., weights_only=True)
     load = (meta["loads"] or [{}])[0]
     if load.get("map_location", "given") is None:
         fail("torch.load() was called without `map_location`: every tensor goes back to the "
@@ -119,6 +112,23 @@ def check_checkpoint_round_trip(inputs, observations, hidden):
         fail("torch.load() was called with `weights_only=False`, which lets the file run "
              "arbitrary code when it is unpickled.",
              "save only state dicts and numbers, and load with `weights_only=True`.")
+
+
+@check(success="save_checkpoint()/load_checkpoint() restore the model, the optimizer and the "
+               "epoch exactly, and put them on the device asked for (CPU and 'meta' here).",
+       make_inputs=make_inputs, probe=probe, n_answers=2)
+def check_checkpoint_round_trip(inputs, observations, hidden):
+    _verify_saved(observations)
+    cpu, meta = observations["cpu"], observations["meta"]
+    if is_kind(cpu["error"], "UnpicklingError"):
+        fail("load_checkpoint() could not read the checkpoint with `weights_only=True`: it holds "
+             "Python objects that this safe mode refuses to unpickle.", SAVE_STATE)
+    expect_no_error(cpu["error"], "load_checkpoint()")
+    if cpu["returned"]["type"] != "int":
+        fail(f"load_checkpoint() returned {cpu['returned']['type']!r}, not the epoch (an int).",
+             "store the epoch in the checkpoint and `return checkpoint['epoch']`.")
+    expect_no_error(meta["error"], "load_checkpoint()", where=META)
+    _verify_load_call(meta)
     if meta["model_devices"] != ["meta"]:
         fail(f"{META}, the model ended on {meta['model_devices']}: load_checkpoint() did not move "
              "it to the `device` it was given (loading a state dict copies values into the model "

@@ -76,6 +76,20 @@ def probe(train_one_epoch, inputs):
         "parameters": parameter_values(model)}}
 
 
+def _verify_returned_float(cpu) -> None:
+    if cpu["returned"]["type"] == "Tensor":
+        if cpu["returned"]["has_grad_fn"]:
+            fail("train_one_epoch() returned a tensor that still carries an autograd graph: the "
+                 "losses were added up as tensors (`total += loss`), which keeps every batch's "
+                 "graph nodes alive in host memory and makes the result a tensor.",
+                 "add `loss.item()` (a Python float) to your running total instead of `loss`.")
+        fail("train_one_epoch() returned a tensor, not a Python float.",
+             "add up `loss.item()` values (or call `.item()` on the total) and return a float.")
+    if cpu["value"] is None:
+        fail(f"train_one_epoch() returned {cpu['returned']['type']!r}, not a Python float.",
+             "return the mean loss: the sum of `loss.item()` divided by the number of batches.")
+
+
 @check(success="train_one_epoch() moves each batch to the device it is given ('meta' here), "
                "trains with one zero_grad/backward/step per batch as a reference loop does, "
                "and returns the mean loss as a float.", make_inputs=make_inputs, probe=probe)
@@ -89,17 +103,7 @@ def check_train_one_epoch(inputs, observations, hidden):
                     where="With the model on PyTorch's data-less 'meta' device (a stand-in for a "
                           "GPU)", hints={"Exception": "the function must work on any device: "
                                          "use the `device` argument in `.to(device)` calls."})
-    if cpu["returned"]["type"] == "Tensor":
-        if cpu["returned"]["has_grad_fn"]:
-            fail("train_one_epoch() returned a tensor that still carries an autograd graph: the "
-                 "losses were added up as tensors (`total += loss`), which keeps every batch's "
-                 "graph nodes alive in host memory and makes the result a tensor.",
-                 "add `loss.item()` (a Python float) to your running total instead of `loss`.")
-        fail("train_one_epoch() returned a tensor, not a Python float.",
-             "add up `loss.item()` values (or call `.item()` on the total) and return a float.")
-    if cpu["value"] is None:
-        fail(f"train_one_epoch() returned {cpu['returned']['type']!r}, not a Python float.",
-             "return the mean loss: the sum of `loss.item()` divided by the number of batches.")
+    _verify_returned_float(cpu)
     expect_batches_moved(meta, "train_one_epoch()")
     if meta["targets"] not in (None, "meta"):
         fail(f"The labels reached the loss on {meta['targets']!r} while the outputs are on the "
@@ -130,7 +134,8 @@ def check_train_one_epoch(inputs, observations, hidden):
              "go through the loader exactly once: one forward pass and one loss per batch.")
     reference = references.sgd_epoch(inputs["model"], inputs["X"], inputs["y"],
                                      inputs["batch_size"], inputs["lr"])
-    initial = references.largest_difference(cpu["parameters"], _initial(inputs))
+    start = [inputs["model"][name] for name in ("w1", "b1", "w2", "b2")]
+    initial = references.largest_difference(cpu["parameters"], start)
     if initial < 1e-6:  # float32 copies of the same numbers
         fail("The model's weights did not change during the epoch.",
              "after `loss.backward()` call `optimizer.step()`; call `zero_grad()` before "
@@ -150,8 +155,3 @@ def check_train_one_epoch(inputs, observations, hidden):
              "divide the total by the number of batches, `len(loader)`.")
     expect_close(value, mean, "The returned mean loss", "return the sum of `loss.item()` over "
                  "the batches divided by the number of batches.", rel=1e-5, reveal=not hidden)
-
-
-def _initial(inputs: dict) -> list:
-    spec = inputs["model"]
-    return [spec["w1"], spec["b1"], spec["w2"], spec["b2"]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import describe, run_learner
+from ...probe import describe, run_learner, whole_number
 from ..framework import case, check, expect_no_error, fail
 from .time_fn import is_stub
 
@@ -51,9 +51,7 @@ def probe(crossover, inputs):
     results = []
     for sweep in inputs["cases"]:
         run = run_learner(crossover, list(sweep["sizes"]), list(sweep["cpu"]), list(sweep["acc"]))
-        value = run.value
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        results.append({"returned": describe(value), "size": value if whole else None,
+        results.append({"returned": describe(run.value), "size": whole_number(run.value),
                         "error": run.error})
     return results
 

@@ -37,6 +37,8 @@ def _case(spec: dict, device: str, warmup: int, repeats: int, work: list[float])
 
 def probe(time_fn, inputs):
     """Run time_fn on simulated machines whose device runs fn()'s work later; log the order."""
+    import numbers
+
     import torch
 
     def observe(run):
@@ -57,8 +59,8 @@ def probe(time_fn, inputs):
             outcome = run_learner(time_fn, fn, torch.device(run["device"]), run["warmup"],
                                   run["repeats"])
         value = outcome.value
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return {"returned": describe(value), "seconds": value if number else None,
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return {"returned": describe(value), "seconds": float(value) if number else None,
                 "error": outcome.error, "stopped": outcome.stopped, "log": log}
 
     return [observe(run) for run in inputs["cases"]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import run_learner
+from ...probe import meta_generators, patched, run_learner
 from ..framework import case, check, expect_no_error, fail
 
 
@@ -60,7 +60,7 @@ def probe(DeviceBatches, inputs):
 
         def on_meta():
             data = torch.empty(n, 3, device="meta"), torch.empty(n, dtype=torch.long, device="meta")
-            with CountSingleExamples() as counter:
+            with patched([meta_generators()]), CountSingleExamples() as counter:
                 batches = list(DeviceBatches(*data, size, seed=seed))
             return {"devices": sorted({str(part.device) for item in batches for part in item
                                        if isinstance(part, torch.Tensor)}),

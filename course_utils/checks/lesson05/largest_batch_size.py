@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import StopProbe, describe, run_learner
+from ...probe import StopProbe, describe, run_learner, whole_number
 from ..framework import case, check, expect_no_error, fail, is_kind
 
 HINTS = {"OutOfMemoryError": "catch torch.OutOfMemoryError around the step, then try half.",
@@ -46,7 +46,7 @@ def probe(largest_batch_size, inputs):
                           "held": sum(ref() is not None for ref in failed),
                           "in_except": any(handling is ref() for ref in raised if handling)})
             del handling
-            if not isinstance(batch_size, int) or batch_size < 1:
+            if whole_number(batch_size) is None or batch_size < 1:
                 raise ValueError(f"batch_size should be a positive integer, got {batch_size!r}")
             if batch_size == scenario.get("bug_at"):
                 raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (a bug, simulated)")
@@ -93,7 +93,9 @@ def check_largest_batch_size(inputs, observations, hidden):
                 fail(f"{where}, largest_batch_size() tried {sizes}.",
                      "try `start` first, then half of it after each out-of-memory error "
                      "(`batch_size // 2`), and return as soon as a step runs.")
-            if result["returned"] != {"type": "int", "value": fitting}:
+            returned = result["returned"]
+            if returned.get("value") != fitting or not (
+                    returned["type"] == "int" or returned.get("number") == "integral"):
                 fail(f"{where}, largest_batch_size() returned {result['returned'].get('value')!r}"
                      f" after step({fitting}) ran.", "return the batch size that ran.")
     with case("retries outside the except block, the failed step's memory released", 2):

@@ -17,19 +17,8 @@ import torch
 from torch.utils.data import Dataset
 
 from ...probe import build_mlp
+from ..args import positive_int, positive_number
 from .records import CONFIG_ENV
-
-
-def _positive_int(value, name: str, function: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{function}: {name} must be a positive whole number, got {value!r}.")
-    return value
-
-
-def _positive_number(value, name: str, function: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{function}: {name} must be a positive number, got {value!r}.")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -50,8 +39,8 @@ class RunConfig:
         """A small 3-class problem and a 4-8-3 network, drawn from ``seed``."""
         for name, value in (("samples", samples), ("batch_size", batch_size),
                             ("epochs", epochs)):
-            _positive_int(value, name, "RunConfig.example")
-        _positive_number(lr, "lr", "RunConfig.example")
+            positive_int(value, name, "RunConfig.example")
+        positive_number(lr, "lr", "RunConfig.example")
         rng = random.Random(seed)
 
         def draw(rows, cols, scale):

@@ -13,7 +13,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .config import RunConfig, _positive_int, _positive_number
+from ..args import positive_int, positive_number
+from .config import RunConfig
 from .records import CONFIG_ENV, DEADLINE_ENV, OUTPUT_TAIL, REPORTS_ENV, Launch, RankReport
 
 # Each rank runs under the rank runner (rank.py, through this package's __main__.py).
@@ -49,9 +50,9 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     if not path.is_file():
         raise ValueError(f"launch(): no script file at {str(script)!r}; write it first "
                          "(e.g. with %%writefile) and pass its path.")
-    _positive_int(nproc, "nproc", "launch")
-    timeout = _positive_number(timeout, "timeout", "launch")
-    stall = None if stall is None else _positive_number(stall, "stall", "launch")
+    positive_int(nproc, "nproc", "launch")
+    timeout = positive_number(timeout, "timeout", "launch")
+    stall = None if stall is None else positive_number(stall, "stall", "launch")
     folder = Path(tempfile.mkdtemp(prefix="course-ddp-"))
     config = config or RunConfig.example()
     config = replace(config, checkpoint=str(folder / Path(config.checkpoint).name))
@@ -85,6 +86,23 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     return Launch(command, process.returncode, ending == "timed out", seconds,
                   "".join(output)[-OUTPUT_TAIL:], reports, str(folder), begun, progress,
                   stalled=ending == "stalled")
+
+
+def launch_patiently(script: str | Path, nproc: int = 2, *, max_slowdown: float = 5.0,
+                     timeout: float = 60.0, stall: float | None = None, **options) -> Launch:
+    """:func:`launch` for a verdict: the limits grow with the machine's load, and a run whose
+    ranks all reported a clean end but which still failed (it died tearing down) runs again
+    once. ``timeout`` and ``stall`` are for an idle machine; they are multiplied by the load
+    average per CPU, between 1 and ``max_slowdown``: a busy machine is slow, not broken."""
+    busy = os.getloadavg()[0] / (os.cpu_count() or 1) if hasattr(os, "getloadavg") else 1.0
+    slowdown = min(max(1.0, busy), max_slowdown)
+    for _ in range(2):
+        run = launch(script, nproc, timeout=timeout * slowdown,
+                     stall=None if stall is None else stall * slowdown, **options)
+        if not run.died_after_reporting(nproc):
+            break
+        remove(run)
+    return run
 
 
 def _wait(process: subprocess.Popen, folder: Path, nproc: int, deadline: float,

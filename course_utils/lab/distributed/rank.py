@@ -14,12 +14,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
+from torch.nn.modules.module import register_module_forward_pre_hook
 
 from ...probe import describe_error, parameter_values, patched
 from .config import RecordedDataset, RunConfig
@@ -56,11 +58,11 @@ class _RankRecorder:
                 handle.write(json.dumps(event) + "\n")
 
     def watch(self, model: torch.nn.Module) -> None:
-        self.model = model
+        self.model = model  # counted by the global hook in installed(): nothing on the model
 
-        def count(module, args):
+    def _count_forward(self, module, args) -> None:
+        if module is self.model:
             self.model_forwards += 1
-        model.register_forward_pre_hook(count)
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -100,6 +102,7 @@ class _RankRecorder:
             backend = kwargs.get("backend", backend)
             self.note({"event": "init", "backend": backend if backend is None else str(backend)})
 
+        counting = register_module_forward_pre_hook(self._count_forward)
         with patched([
             before(dist, "init_process_group", init),
             before(dist, "barrier", lambda *a, **k: self.note({"event": "barrier"})),
@@ -115,7 +118,10 @@ class _RankRecorder:
             before(DistributedDataParallel, "forward", ddp_forward),
             (sys, "stdout", _Tee(sys.stdout, self.printed)),
         ]):
-            yield
+            try:
+                yield
+            finally:
+                counting.remove()
 
     def report(self, error: dict | None) -> RankReport:
         env = os.environ
@@ -170,7 +176,32 @@ def run_rank(argv: list[str]) -> int:
             import traceback
             traceback.print_exc()  # the learner still sees the full traceback in the output
     report = recorder.report(error)
+    _close_process_group()
     partial = Path(folder, f"rank{rank}.json.part")
     partial.write_text(json.dumps(asdict(report)))
     partial.rename(Path(folder, f"rank{rank}.json"))  # readers never see half a file
-    return 1 if error else 0
+    _exit_now(1 if error else 0)
+
+
+def _close_process_group() -> None:
+    """Destroy a process group the script left open (its report already says so)."""
+    if dist.is_available() and dist.is_initialized():
+        with suppress(RuntimeError, ValueError):  # a broken group must not hide the report
+            dist.destroy_process_group()
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the rank without interpreter shutdown.
+
+    At shutdown, C++ objects the script dropped (DDP's reducer, gloo's worker threads, the
+    store's client) are destroyed in whatever order the garbage collector finds them; a
+    std::thread destroyed while still joinable calls std::terminate, and the rank dies with
+    ``terminate called without an active exception`` (SIGABRT) after it finished and reported.
+    The report is written, so flush what the script printed and leave at once.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

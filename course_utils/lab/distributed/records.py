@@ -48,6 +48,13 @@ class RankReport:
         return passes
 
 
+# torchrun's report of a failed rank, which only points at the rank's own output
+_TORCHRUN = ("torch.distributed.elastic", "ChildFailedError", "torch/distributed/run.py",
+             "exitcode", "error_file", "traceback :", "Root Cause", "Failures:", "time      :",
+             "host      :", "rank      :", "<NO_OTHER_FAILURES>")
+_TELLING = ("Error", "Exception", "terminate called", "Killed", "Segmentation", "Aborted")
+
+
 @dataclass(frozen=True)
 class Launch:
     """One torchrun run: the command, how it ended, its output and each rank's report."""
@@ -76,6 +83,18 @@ class Launch:
     def where_ranks_stopped(self) -> str:
         """Each unfinished rank's last noted step: 'rank 0 entered dist.barrier(); rank 1 ...'."""
         return "; ".join(f"rank {p['rank']} {step_text(p['events'])}" for p in self.progress)
+
+    def died_after_reporting(self, nproc: int) -> bool:
+        """Every rank reported a clean end, yet the run failed: it died tearing down."""
+        return not self.succeeded and not (self.timed_out or self.stalled) and \
+            len(self.ranks) == nproc and not any(report.error for report in self.ranks)
+
+    def error_line(self) -> str:
+        """The ranks' own last error line in the output, not torchrun's summary of it."""
+        lines = [line.strip() for line in self.output.splitlines()
+                 if line.strip().strip("=-") and not any(mark in line for mark in _TORCHRUN)]
+        telling = [line for line in lines if any(word in line for word in _TELLING)]
+        return (telling or lines or ["(no output)"])[-1][:300]
 
     def to_dict(self) -> dict:
         return asdict(self)

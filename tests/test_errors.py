@@ -1,0 +1,41 @@
+"""show_error prints one line and keeps nothing of the failed block alive."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+from course_utils.lab.errors import show_error
+
+
+class Resource:
+    """Stands in for what a failed block held: a DataLoader iterator, a step's tensors."""
+
+
+def test_show_error_prints_the_message_and_keeps_the_error(capsys):
+    with show_error(ValueError) as shown:
+        raise ValueError("bad value 3")
+    assert shown.raised and str(shown.error) == "bad value 3"
+    assert capsys.readouterr().out.startswith("ValueError: bad value 3")
+
+
+def test_the_failed_block_is_freed_at_once_not_by_a_later_garbage_collection():
+    """A cycle through the traceback would free it whenever the collector runs: in lesson 04,
+    inside forked DataLoader workers, where a collected iterator prints a traceback storm."""
+    held = []
+
+    def fail():
+        resource = Resource()
+        held.append(weakref.ref(resource))
+        try:
+            raise KeyError("inner")
+        except KeyError as inner:
+            raise RuntimeError("outer") from inner
+
+    gc.disable()
+    try:
+        with show_error(RuntimeError) as shown:
+            fail()
+        assert held[0]() is None, "the failed block's locals outlived show_error"
+    finally:
+        gc.enable()
+    assert shown.error.__traceback__ is None and shown.error.__cause__.__traceback__ is None
