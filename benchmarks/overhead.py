@@ -1,14 +1,14 @@
 """Removing overhead, measured: lesson 08's training step made faster step by step.
 
-    .venv/bin/python benchmarks/overhead.py [--repeats 15]
+    .venv/bin/python benchmarks/overhead.py [--min-run-time 1.0]
 
 On this machine's device (course_utils.get_device) it prints:
 
 * the time to compile the step with torch.compile (its first call), apart from the steady state;
 * the fastest time per training step (AdamW, lesson 08's MLP 64-256-10 with GELU,
   batch 256) of: eager with the for-loop AdamW, + fused AdamW, + torch.compile (Inductor), and on
-  CUDA + CUDA graphs (mode="reduce-overhead"), measured in interleaved rounds, with the speed-up
-  over the first;
+  CUDA + CUDA graphs (mode="reduce-overhead"), each the median of timing.benchmark, with the
+  speed-up over the first (and timing.benchmark's warning where the machine was too busy);
 * per AdamW step on 8 Linear(256, 256) layers: the bytes of new tensors it creates for
   foreach=False, foreach=True and fused=True (overhead.new_tensor_bytes, any device).
 
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import get_device, memory, overhead, synchronize, timing
+from course_utils import get_device, overhead, synchronize, timing
 
 
 def make_model(device: torch.device) -> nn.Sequential:
@@ -93,7 +93,8 @@ def optimizer_bytes(device: torch.device) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--min-run-time", type=float, default=1.0,
+                        help="seconds of timing per variant (default 1)")
     args = parser.parse_args()
     device = get_device()
     print("machine:", timing.describe_machine(device))
@@ -101,11 +102,13 @@ def main() -> None:
     if compile_seconds is not None:
         print(f"torch.compile, first call (compiling forward and backward): "
               f"{compile_seconds:.1f} s")
-    seconds = memory.time_steps(variants, repeats=args.repeats, device=device)
-    baseline = seconds["eager, for-loop AdamW"]
+    measured = {name: timing.benchmark(step, device, min_run_time=args.min_run_time)
+                for name, step in variants.items()}
+    baseline = measured["eager, for-loop AdamW"].median_s
     print(f"{'training step, batch 256':<34}{'ms / step':>10}{'speed-up':>10}")
-    for name, value in seconds.items():
-        print(f"{name:<34}{value * 1e3:10.3f}{baseline / value:9.2f}x")
+    for name, timed in measured.items():
+        print(f"{name:<34}{timed.median_s * 1e3:10.3f}{baseline / timed.median_s:9.2f}x"
+              + (f"  {timed.warning()}" if timed.noisy else ""))
     print("new tensors per AdamW step, 8 x Linear(256, 256) (2.0 MiB of parameters):")
     for name, value in optimizer_bytes(device).items():
         print(f"  {name:<14}{value / 2**20:6.1f} MiB")
