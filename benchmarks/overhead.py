@@ -8,7 +8,8 @@ On this machine's device (course_utils.get_device) it prints:
 * the fastest time per training step (AdamW, lesson 08's MLP 64-256-10 with GELU,
   batch 256) of: eager with the for-loop AdamW, + fused AdamW, + torch.compile (Inductor), and on
   CUDA + CUDA graphs (mode="reduce-overhead"), each the median of timing.benchmark, with the
-  speed-up over the first (and timing.benchmark's warning where the machine was too busy);
+  speed-up over the first, the fastest block (the better guess on a busy machine) and
+  timing.benchmark's warning where the machine was too busy;
 * per AdamW step on 8 Linear(256, 256) layers: the bytes of new tensors it creates for
   foreach=False, foreach=True and fused=True (overhead.new_tensor_bytes, any device).
 
@@ -105,10 +106,10 @@ def main() -> None:
     measured = {name: timing.benchmark(step, device, min_run_time=args.min_run_time)
                 for name, step in variants.items()}
     baseline = measured["eager, for-loop AdamW"].median_s
-    print(f"{'training step, batch 256':<34}{'ms / step':>10}{'speed-up':>10}")
+    print(f"{'training step, batch 256':<34}{'ms / step':>10}{'speed-up':>10}{'fastest':>10}")
     for name, timed in measured.items():
         print(f"{name:<34}{timed.median_s * 1e3:10.3f}{baseline / timed.median_s:9.2f}x"
-              + (f"  {timed.warning()}" if timed.noisy else ""))
+              f"{timed.min_s * 1e3:10.3f}" + (f"  {timed.warning()}" if timed.noisy else ""))
     print("new tensors per AdamW step, 8 x Linear(256, 256) (2.0 MiB of parameters):")
     for name, value in optimizer_bytes(device).items():
         print(f"  {name:<14}{value / 2**20:6.1f} MiB")
