@@ -223,6 +223,14 @@ def test_values_that_differ_are_told_the_rule():
     assert "only when largest > 10" in message
 
 
+def test_hidden_batch_sizes_never_equal_the_weights_sizes():
+    """Dynamo gives equal sizes one symbol (duck sizing): a batch of 6 rows of 6 features would
+    recompile a right answer at the next size."""
+    for seed in range(200):
+        inputs = check_compile.make_inputs(seed, True)
+        assert not {len(batch) for batch in inputs["batches"]} & {5, 6}, seed
+
+
 def test_default_dynamic_recompiles_on_the_second_size():
     def default(fn, backend):
         return torch.compile(fn, backend=backend, fullgraph=True)
