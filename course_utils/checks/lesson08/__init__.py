@@ -1,0 +1,1 @@
+"""Checks for lesson 08, "Removing overhead"."""

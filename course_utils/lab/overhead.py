@@ -1,0 +1,146 @@
+"""Lesson 08's instruments: a graph-counting compile backend, what a step allocates, a trace's
+summary, and whether ``torch.compile``'s default backend can run here.
+
+Nothing here compiles with Inductor: counting graphs needs only Dynamo, which is pure Python.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# The operator that copies a tensor's number to the host (.item(), float(), bool(), print): on
+# a GPU, for a GPU tensor, the host waits there for the queue to empty.
+SYNC_OPS = ("aten::_local_scalar_dense",)
+GPU_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+@dataclass
+class GraphCounter:
+    """A ``torch.compile`` backend that counts the graphs Dynamo hands it and runs them as they
+    are (no Inductor, so it costs no compile time): ``torch.compile(fn, backend=counter)``."""
+
+    graphs: int = 0
+    ops_per_graph: list[int] = field(default_factory=list)
+
+    def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        self.graphs += 1
+        self.ops_per_graph.append(sum(node.op.startswith("call_")  # function, method, module
+                                      for node in graph_module.graph.nodes))
+        return graph_module.forward
+
+
+class _NewTensorBytes(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
+        for tensor in _tensors(out):
+            if tensor.untyped_storage().data_ptr() not in inputs:  # not an in-place result
+                self.bytes += tensor.untyped_storage().nbytes()
+        return out
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
+
+
+def new_tensor_bytes(fn: Callable[[], Any]) -> int:
+    """Bytes of the new tensors (temporaries included) that ``fn()`` creates, on any device."""
+    if not callable(fn):
+        raise TypeError(f"new_tensor_bytes: fn must be a callable taking no arguments, got "
+                        f"{type(fn).__name__}.")
+    with _NewTensorBytes() as mode:
+        fn()
+    return mode.bytes
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What a Chrome trace written by ``torch.profiler`` holds, counted."""
+
+    operators: int  # PyTorch operators (cpu_op events)
+    kernels: int  # device kernels (0 without a GPU)
+    sync_points: dict[str, int]  # "operator (in 'range')" -> times: where the host read a value
+    kernel_busy: float | None  # share of the kernels' span the device computed (None: no kernels)
+
+
+def summarize_trace(path: str | Path) -> TraceSummary:
+    """Count operators, kernels and host-device synchronisations in a trace file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no trace file at {str(path)!r}: pass the .json file that "
+                                "export_chrome_trace or on_trace_ready wrote.")
+    events = [e for e in json.loads(path.read_text()).get("traceEvents", [])
+              if e.get("ph") == "X"]
+    operators = [e for e in events if e.get("cat") == "cpu_op"]
+    kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel")
+    ranges = [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events  # record_function's
+              if e.get("cat") == "user_annotation" and not e["name"].startswith("ProfilerStep")]
+
+    def where(event) -> str:
+        inside = [r for r in ranges if r[0] <= event["ts"] <= r[1]]
+        innermost = min(inside, key=lambda r: r[1] - r[0], default=None)
+        return f"in {innermost[2]!r}" if innermost else "outside your ranges"
+    syncs = Counter(f"{e['name']} ({where(e)})" for e in events
+                    if e["name"] in SYNC_OPS + GPU_SYNC_CALLS)
+    busy = None
+    if kernels:
+        covered, end = 0.0, kernels[0][0]
+        for start, stop in kernels:  # the union of the kernels' intervals
+            covered += max(0.0, stop - max(start, end))
+            end = max(end, stop)
+        busy = covered / max(end - kernels[0][0], 1e-9)
+    return TraceSummary(len(operators), len(kernels), dict(syncs), busy)
+
+
+@dataclass(frozen=True)
+class CompilerStatus:
+    ready: bool
+    reason: str  # why not, and what to install; or what will compile
+
+
+def inductor_status(device: torch.device | str) -> CompilerStatus:
+    """Whether ``torch.compile``'s default backend (Inductor) can generate code for ``device``:
+    C++ through a compiler on the CPU, Triton on a GPU. Asks, compiles nothing."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        from torch._inductor import config
+
+        names = [c for c in (config.cpp.cxx if isinstance(config.cpp.cxx, tuple) else
+                             (config.cpp.cxx,)) if c] or ["g++", "clang++"]
+        found = next((shutil.which(name) for name in names if shutil.which(name)), None)
+        if found:
+            return CompilerStatus(True, f"Inductor generates C++ for the CPU and builds it "
+                                        f"with {found}.")
+        return CompilerStatus(False, "Inductor generates C++ for the CPU and needs a C++ "
+                                     f"compiler to build it, but none of {names} is on PATH. "
+                                     "Install one (Linux: g++; macOS: xcode-select --install; "
+                                     "Windows: Visual Studio's C++ build tools, then run from "
+                                     "a Developer prompt), or skip torch.compile on the CPU.")
+    if device.type == "mps":
+        return CompilerStatus(True, "Inductor generates Metal shaders for MPS (a prototype: "
+                                    "expect some operators to fall back).")
+    from torch.utils._triton import has_triton
+
+    if has_triton():
+        return CompilerStatus(True, f"Inductor generates Triton kernels for {device}.")
+    return CompilerStatus(False, f"Inductor needs Triton to generate kernels for {device}, and "
+                                 "this installation has none (pip install triton on Linux; "
+                                 "triton-windows on Windows).")

@@ -1,0 +1,104 @@
+"""course_utils.overhead: the graph counter, new-tensor bytes, trace summaries, compiler status."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from course_utils import overhead
+
+
+def test_graph_counter_counts_one_graph_per_compilation():
+    def head(x):
+        return (x * 2).relu().sum()
+    torch._dynamo.reset()
+    counter = overhead.GraphCounter()
+    compiled = torch.compile(head, backend=counter, dynamic=False)
+    for size in (3, 3, 5):
+        assert compiled(torch.ones(size)).item() == 2 * size  # runs the captured graph as is
+    assert counter.graphs == 2 and counter.ops_per_graph == [3, 3]
+    torch._dynamo.reset()
+
+
+def test_new_tensor_bytes_counts_new_tensors_not_in_place_results():
+    x = torch.zeros(1000)
+    assert overhead.new_tensor_bytes(lambda: x.add_(1)) == 0
+    assert overhead.new_tensor_bytes(lambda: x + 1) == 4000
+    assert overhead.new_tensor_bytes(lambda: (x + 1) * 2) == 8000
+
+
+def test_fused_adamw_creates_no_temporaries_and_the_for_loop_does():
+    found = {}
+    for name, kwargs in {"loop": {"foreach": False}, "fused": {"fused": True}}.items():
+        parameter = torch.nn.Parameter(torch.ones(256))
+        parameter.grad = torch.ones(256)
+        optimizer = torch.optim.AdamW([parameter], **kwargs)
+        optimizer.step()
+        found[name] = overhead.new_tensor_bytes(optimizer.step)
+    assert found["fused"] == 0 < found["loop"]
+
+
+def test_new_tensor_bytes_refuses_what_it_cannot_call():
+    with pytest.raises(TypeError, match="a callable taking no arguments, got Tensor"):
+        overhead.new_tensor_bytes(torch.ones(2))
+
+
+def test_summarize_trace_counts_operators_and_the_reads_of_a_value(tmp_path):
+    x = torch.ones(8)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            (x * 2).sum().item()
+            with torch.profiler.record_function("logging"):
+                float(x.sum())
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    summary = overhead.summarize_trace(tmp_path / "trace.json")
+    assert summary.sync_points == {"aten::_local_scalar_dense (outside your ranges)": 3,
+                                   "aten::_local_scalar_dense (in 'logging')": 3}
+    assert summary.kernels == 0
+    assert summary.operators >= 9 and summary.kernel_busy is None
+
+
+def test_summarize_trace_names_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no trace file at .*nope.json"):
+        overhead.summarize_trace(tmp_path / "nope.json")
+
+
+def test_inductor_status_without_a_compiler_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(overhead.shutil, "which", lambda name: None)
+    status = overhead.inductor_status("cpu")
+    assert not status.ready
+    assert "needs a C++ compiler" in status.reason and "Visual Studio" in status.reason
+    monkeypatch.setattr(overhead.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert overhead.inductor_status(torch.device("cpu")).ready
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_inductor_is_ready_and_a_trace_has_kernels_and_gaps(tmp_path):
+    assert overhead.inductor_status("cuda").ready
+    x = torch.ones(1 << 16, device="cuda")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            (x * 2).sum().item()
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    summary = overhead.summarize_trace(tmp_path / "trace.json")
+    assert summary.kernels >= 10 and 0 < summary.kernel_busy < 1
+    assert summary.sync_points["aten::_local_scalar_dense (outside your ranges)"] == 5
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_foreach_adamw_peak_exceeds_the_fused_one():
+    from course_utils import memory
+
+    peaks = {}
+    for name, kwargs in {"foreach": {"foreach": True}, "fused": {"fused": True}}.items():
+        parameters = [torch.nn.Parameter(torch.ones(1 << 20, device="cuda")) for _ in range(4)]
+        for parameter in parameters:
+            parameter.grad = torch.ones_like(parameter)
+        optimizer = torch.optim.AdamW(parameters, **kwargs)
+        optimizer.step()
+        torch.cuda.synchronize()
+        before = memory.accelerator_memory("cuda").allocated
+        memory.reset_peak("cuda")
+        optimizer.step()
+        peaks[name] = memory.accelerator_memory("cuda").peak_allocated - before
+    assert peaks["fused"] < peaks["foreach"]
