@@ -361,6 +361,15 @@ def seeded_again_each_epoch(self):
     yield from DeviceBatches.__iter__(self)
 
 
+def order_drawn_once(self):
+    """Wrong, another way to the same symptom: one order, drawn the first time, kept."""
+    if not hasattr(self, "order"):
+        self.order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in starts(self):
+        index = self.order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
 def in_order(self):
     for start in starts(self):
         yield self.features[start:start + self.batch_size], self.labels[start:start + self.batch_size]
@@ -396,7 +405,9 @@ def as_dicts(self):
                              "was dropped")),
     (ignores_drop_last, ("drop_last=True, the batches had the sizes [4, 4, 2]: the last, smaller "
                          "batch was still there")),
-    (seeded_again_each_epoch, "the order repeats: the generator is seeded again at each epoch"),
+    (seeded_again_each_epoch, ("an epoch repeated an earlier epoch's order (as a generator "
+                               "seeded again at each epoch, or an order drawn once in __init__")),
+    (order_drawn_once, "an epoch repeated an earlier epoch's order"),
     (in_order, "the batches come in the data's order"),
     (moved_to_the_host, ("on the meta device (a stand-in for a GPU), DeviceBatches raised "
                          "NotImplementedError: it copies the data to the host")),

@@ -1,10 +1,12 @@
-"""DeviceBatches(features, labels, batch_size, seed, drop_last): shuffled batches cut on the device."""
+"""DeviceBatches(features, labels, batch_size, seed, drop_last): shuffled batches cut on the
+device."""
 from __future__ import annotations
 
 import random
 
 from ...probe import meta_generators, patched, run_learner
 from ..framework import case, check, expect_no_error, fail
+from . import device_batches_rules as rules
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -84,14 +86,6 @@ def _success(inputs: dict) -> str:
             f"indexing on the data's device (the CPU, meta): tested with {tested}.")
 
 
-def _sizes(n: int, size: int, drop_last: bool) -> list[int]:
-    return [size] * (n // size) + ([] if drop_last or n % size == 0 else [n % size])
-
-
-def _orders(epochs: list[list]) -> list[list[int]]:
-    return [[label for batch in epoch for label in batch["labels"]] for epoch in epochs]
-
-
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_device_batches(inputs, observations, hidden):
     runs = []  # (where, n, batch size, observations)
@@ -104,61 +98,10 @@ def check_device_batches(inputs, observations, hidden):
                  "are: do not move them to another device.")
         runs.append((where, config["n"], config["batch_size"], seen))
     with case("every example once per epoch, with its label, the last smaller batch kept"):
-        for where, n, size, seen in runs:
-            if not all(batch["paired"] for epoch in seen["a"]["value"] for batch in epoch):
-                fail(f"{where}, a batch's features do not belong to its labels.",
-                     "index both with the same positions: features[index], labels[index].")
-            for order in _orders(seen["a"]["value"]):
-                if len(set(order)) < len(order):
-                    fail(f"{where}, an epoch yielded some examples twice.", "draw one "
-                         "permutation of range(n) per epoch and cut it into consecutive slices.")
-                if len(order) < n:
-                    fail(f"{where}, an epoch yielded {len(order)} of the {n} examples" + (
-                         ": the last, smaller batch was dropped." if len(order) == n - n % size
-                         else "."), "loop over range(0, n, batch_size): keep the last slice.")
+        rules.expect_every_example_once(runs)
     with case("drop_last=True drops only the last, smaller batch; len() counts the batches"):
-        for where, n, size, seen in runs:
-            for key, what in (("drop", "DeviceBatches(..., drop_last=True)"),
-                              ("len", "len(DeviceBatches(...))")):
-                expect_no_error(seen[key]["error"], what, where=where, hints={"TypeError": (
-                    "accept the argument drop_last=False and define __len__(self).")})
-            sizes = [len(batch["labels"]) for batch in seen["drop"]["value"][0]]
-            if sizes != _sizes(n, size, True):
-                fail(f"{where} and drop_last=True, the batches had the sizes {sizes}" + (
-                     ": the last, smaller batch was still there." if sizes == _sizes(n, size, False)
-                     else "."), "with drop_last=True, stop before the last slice when it is shorter.")
-            for drop, length in zip((False, True), seen["len"]["value"], strict=True):
-                if length != len(_sizes(n, size, drop)):
-                    has = "" if hidden else f", but an epoch has {len(_sizes(n, size, drop))} batches"
-                    fail(f"{where} and drop_last={drop}, len() is {length!r}{has}.",
-                         "return ceil(n / batch_size), or n // batch_size with drop_last.")
+        rules.expect_drop_last_and_len(runs, hidden)
     with case("shuffled by its own generator: seeded, in a new order every epoch"):
-        for where, n, _, seen in runs:
-            expect_no_error(seen["b"]["error"] or seen["c"]["error"], "DeviceBatches", where=where)
-            orders, again = _orders(seen["a"]["value"]), _orders(seen["b"]["value"])
-            problem = (
-                "the batches come in the data's order" if orders[0] == list(range(n)) else
-                "the same seed gave different orders" if again[0] != orders[0] else
-                "the order changed when other code drew from PyTorch's global generator"
-                if again[1] != orders[1] else
-                "the order repeats: the generator is seeded again at each epoch"
-                if len({tuple(order) for order in orders}) < 3 else
-                "two different seeds gave the same order"
-                if _orders(seen["c"]["value"])[0] == orders[0] else None)
-            if problem:
-                fail(f"{where}, {problem}.", "create a generator of your own once, in "
-                     "__init__: torch.Generator().manual_seed(seed); draw each epoch's order "
-                     "from it in __iter__: torch.randperm(n, generator=self.generator).")
+        rules.expect_shuffled(runs)
     with case("the batches stay on the data's device, cut with one indexing per batch"):
-        for where, _, _, seen in runs:
-            meta, error = seen["meta"]["value"], seen["meta"]["error"]
-            if error is not None or meta["devices"] != ["meta"]:
-                fail(f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches " + (
-                     f"raised {error['type']}: it copies the data to the host (.cpu(), "
-                     ".tolist(), .numpy(), .item() or .to(another device))." if error else
-                     f"yielded batches on {meta['devices']}."),
-                     "leave the data where they are: index them with a tensor of positions.")
-            if meta["single"]:
-                fail(f"{where}, DeviceBatches builds each batch one example at a time, the "
-                     "per-example work that makes a DataLoader over a TensorDataset slow.",
-                     "index once per batch with a tensor of positions: features[index].")
+        rules.expect_on_the_data_device(runs)

@@ -1,11 +1,13 @@
-"""find_bottleneck(loader, step, device): time the wait for each batch and each step; name the slower."""
+"""find_bottleneck(loader, step, device): time the wait for each batch and each step apart;
+name the slower stage."""
 from __future__ import annotations
 
 import random
 
 from ...probe import SimulatedMachine, Spy, run_learner
 from .. import machines
-from ..framework import CheckFailure, check, expect_no_error, fail
+from ..framework import CheckFailure, check
+from .find_bottleneck_rules import verify_trial
 
 VISIBLE = [{"machine": machines.CUDA, "device": "cuda", "loader_ms": 1, "model_ms": 10,
             "batches": 4},
@@ -95,69 +97,6 @@ def _success(inputs: dict) -> str:
             f"device before stopping the clock, and names the slower stage, on: {tested}.")
 
 
-def _near(value: float, truth: float, share: float = 0.4, slack: float = 0.002) -> bool:
-    """Within ``share`` and ``slack`` seconds: the clocks of the check and the answer differ."""
-    return abs(value - truth) <= share * truth + slack
-
-
-def _cause_of_a_free_step(log: list[str]) -> str:
-    if "sync" not in log:
-        return "it never waited for the device it was given"
-    if all(log[i + 1:i + 2] == ["sync"] for i, event in enumerate(log) if event == "step"):
-        return "it waits for the device only after reading the clock"
-    return "it waits for the device before each step, but not after it"
-
-
-def _verify_trial(case: dict, seen: dict, where: str, hidden: bool) -> None:
-    """Fail (cause, then fix) when one trial's answer is wrong."""
-    expect_no_error(seen["error"], "find_bottleneck()", where=where, hints={
-        "RuntimeError": None if case["machine"]["gpus"] else "torch.cuda.synchronize() fails "
-        "where there is no CUDA GPU: wait in a way that works on every device, "
-        "synchronize(device) from course_utils (it does nothing on the CPU)."})
-    if seen["reported"] is None or not seen["loads"]:
-        fail(f"{where}, find_bottleneck() returned {seen['type']}"
-             + ("" if seen["loads"] else " without taking a batch from the loader") + ".",
-             "time each batch of the loader and each step, and return a tuple (culprit, "
-             "loader_seconds, model_seconds): 'loader' or 'model', and two means per batch.")
-    culprit, loader_s, model_s = seen["reported"]
-    work = sum(seen["work"]) / len(seen["work"])  # per step, on the device
-    truth = {"model": work + seen["late"],  # a synchronised clock also sees the wait overshoot
-             "loader": sum(seen["loads"]) / len(seen["loads"])}
-    straight = _near(loader_s, truth["loader"]) and _near(model_s, truth["model"])
-    if not straight and _near(loader_s, truth["model"], 0.25, 0) \
-            and _near(model_s, truth["loader"], 0.25, 0):
-        fail(f"{where}, find_bottleneck() returned the model's time where the loader's belongs, "
-             "and the other way round.",
-             "return (culprit, loader_seconds, model_seconds), in this order.")
-    if case["device"] != "cpu" and model_s < 0.5 * work:
-        busy = "longer" if hidden else f"{case['model_ms']} ms"
-        fail(f"{where}, find_bottleneck() measured almost no time per step, yet the device was "
-             f"busy {busy} per step: {_cause_of_a_free_step(seen['log'])}. A GPU step returns "
-             "as soon as its work is queued, so the clock stopped too early.",
-             "call synchronize(device), with the function's `device` argument, after "
-             "step(batch) and before reading the clock.")
-    for stage, value in (("model", model_s), ("loader", loader_s)):
-        if _near(value, truth[stage]):
-            continue
-        if stage == "loader" and _near(value, truth["loader"] + truth["model"]):
-            fail(f"{where}, the loader time find_bottleneck() reported includes the step.",
-                 "stop the loader's clock as soon as the batch arrives, and start the step's "
-                 "clock then.")
-        if _near(value, truth[stage] * len(seen["loads"])):
-            fail(f"{where}, find_bottleneck() reported the {stage} time summed over "
-                 f"{len(seen['loads'])} batches.",
-                 "divide each total by the number of batches: return means per batch.")
-        took = "" if hidden else f" (it took about {case[stage + '_ms']} ms)"
-        fail(f"{where}, find_bottleneck()'s {stage} time per batch is far from what the check "
-             f"measured{took}.", "time next(batch) from the loader and step(batch) separately, "
-             "with time.perf_counter(), and return the mean of each per batch.")
-    slower = "loader" if loader_s > model_s else "model"
-    if culprit != slower:
-        fail(f"{where}, find_bottleneck() named {culprit!r} as the bottleneck, but its own "
-             f"measurements say the {slower} took longer per batch.",
-             "return 'loader' or 'model': the stage that took longer per batch.")
-
-
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_find_bottleneck(inputs, observations, hidden):
     for case, trials in zip(inputs["cases"], observations, strict=True):
@@ -165,7 +104,7 @@ def check_find_bottleneck(inputs, observations, hidden):
         failures = []
         for seen in trials:  # one right trial is enough: the machine may disturb the other
             try:
-                _verify_trial(case, seen, where, hidden)
+                verify_trial(case, seen, where, hidden)
                 break
             except CheckFailure as failure:
                 failures.append(failure)

@@ -1,0 +1,92 @@
+"""DeviceBatches' verdict: one rule function per case, kept apart from the inputs and the probe.
+
+Each takes ``runs``: (where, n, batch size, observations) per configuration tried.
+"""
+from __future__ import annotations
+
+from ..framework import expect_no_error, fail
+
+
+def _sizes(n: int, size: int, drop_last: bool) -> list[int]:
+    return [size] * (n // size) + ([] if drop_last or n % size == 0 else [n % size])
+
+
+def _orders(epochs: list[list]) -> list[list[int]]:
+    return [[label for batch in epoch for label in batch["labels"]] for epoch in epochs]
+
+
+def expect_every_example_once(runs: list) -> None:
+    for where, n, size, seen in runs:
+        if not all(batch["paired"] for epoch in seen["a"]["value"] for batch in epoch):
+            fail(f"{where}, a batch's features do not belong to its labels.",
+                 "index both with the same positions: features[index], labels[index].")
+        for order in _orders(seen["a"]["value"]):
+            if len(set(order)) < len(order):
+                fail(f"{where}, an epoch yielded some examples twice.", "draw one "
+                     "permutation of range(n) per epoch and cut it into consecutive slices.")
+            if len(order) < n:
+                fail(f"{where}, an epoch yielded {len(order)} of the {n} examples" + (
+                     ": the last, smaller batch was dropped." if len(order) == n - n % size
+                     else "."), "loop over range(0, n, batch_size): keep the last slice.")
+
+
+def expect_drop_last_and_len(runs: list, hidden: bool) -> None:
+    for where, n, size, seen in runs:
+        for key, what in (("drop", "DeviceBatches(..., drop_last=True)"),
+                          ("len", "len(DeviceBatches(...))")):
+            expect_no_error(seen[key]["error"], what, where=where, hints={"TypeError": (
+                "accept the argument drop_last=False and define __len__(self).")})
+        sizes = [len(batch["labels"]) for batch in seen["drop"]["value"][0]]
+        if sizes != _sizes(n, size, True):
+            kept = sizes == _sizes(n, size, False)
+            fail(f"{where} and drop_last=True, the batches had the sizes {sizes}"
+                 + (": the last, smaller batch was still there." if kept else "."),
+                 "with drop_last=True, stop before the last slice when it is shorter.")
+        for drop, length in zip((False, True), seen["len"]["value"], strict=True):
+            batches = len(_sizes(n, size, drop))
+            if length != batches:
+                has = "" if hidden else f", but an epoch has {batches} batches"
+                fail(f"{where} and drop_last={drop}, len() is {length!r}{has}.",
+                     "return ceil(n / batch_size), or n // batch_size with drop_last.")
+
+
+def _order_problem(n: int, seen: dict) -> str | None:
+    """What is wrong with the epochs' orders, as observed (causes named only where known)."""
+    orders, again = _orders(seen["a"]["value"]), _orders(seen["b"]["value"])
+    if orders[0] == list(range(n)):
+        return "the batches come in the data's order"
+    if again[0] != orders[0]:
+        return "the same seed gave different orders"
+    if again[1] != orders[1]:
+        return "the order changed when other code drew from PyTorch's global generator"
+    if len({tuple(order) for order in orders}) < 3:
+        return ("an epoch repeated an earlier epoch's order (as a generator seeded again at "
+                "each epoch, or an order drawn once in __init__, does)")
+    if _orders(seen["c"]["value"])[0] == orders[0]:
+        return "two different seeds gave the same order"
+    return None
+
+
+def expect_shuffled(runs: list) -> None:
+    for where, n, _, seen in runs:
+        expect_no_error(seen["b"]["error"] or seen["c"]["error"], "DeviceBatches", where=where)
+        problem = _order_problem(n, seen)
+        if problem:
+            fail(f"{where}, {problem}.", "create a generator of your own once, in "
+                 "__init__: torch.Generator().manual_seed(seed); draw each epoch's order "
+                 "from it in __iter__: torch.randperm(n, generator=self.generator).")
+
+
+def expect_on_the_data_device(runs: list) -> None:
+    for where, _, _, seen in runs:
+        meta, error = seen["meta"]["value"], seen["meta"]["error"]
+        if error is not None or meta["devices"] != ["meta"]:
+            fail(f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches " + (
+                 f"raised {error['type']}: it copies the data to the host (.cpu(), "
+                 ".tolist(), .numpy(), .item() or .to(another device))." if error else
+                 f"yielded batches on {meta['devices']}."),
+                 "leave the data where they are: index them with a tensor of positions.")
+        if meta["single"]:
+            fail(f"{where}, DeviceBatches builds each batch one example at a time, the "
+                 "per-example work that makes a DataLoader over a TensorDataset slow.",
+                 "index once per batch with a tensor of positions: features[index].")
