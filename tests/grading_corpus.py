@@ -24,7 +24,8 @@ WRONG_PICK = ("def pick_device():\n"
               "        device = torch.device('cuda')\n"
               "    return device\n")
 WRONG_INVENTORY = ("def gpu_inventory():\n"
-                   "    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]\n")
+                   "    return [torch.cuda.get_device_name(i)\n"
+                   "            for i in range(torch.cuda.device_count())]\n")
 CHEAT_MARKER = "print('✔ pick_device() picks CUDA, then MPS, then the CPU.')"
 
 

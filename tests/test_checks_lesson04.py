@@ -372,7 +372,8 @@ def order_drawn_once(self):
 
 def in_order(self):
     for start in starts(self):
-        yield self.features[start:start + self.batch_size], self.labels[start:start + self.batch_size]
+        end = start + self.batch_size
+        yield self.features[start:end], self.labels[start:end]
 
 
 def moved_to_the_host(self):

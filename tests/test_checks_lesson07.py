@@ -191,7 +191,8 @@ NCCL = ('        backend = "gloo"', '        backend = "nccl"')
 HANGS = ('            print(f"epoch {epoch}: loss {loss.item():.4f}")\n',
          ('            print(f"epoch {epoch}: loss {loss.item():.4f}")\n'
          '            dist.barrier()  # only rank 0 gets here: rank 1 never joins\n'))
-EVERY_RANK_PRINTS = ('        if rank == 0:\n            print(', '        if True:\n            print(')
+EVERY_RANK_PRINTS = ('        if rank == 0:\n            print(',
+                     '        if True:\n            print(')
 WRAPPER_STATE = ("torch.save(ddp_model.module.state_dict()", "torch.save(ddp_model.state_dict()")
 NO_DDP = ('    ddp_model = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None)',
           "    ddp_model = model")
@@ -290,7 +291,8 @@ def test_two_mistakes_lose_two_cases_each_named(script):
     """Every rank prints, and rank 0 saves the wrapper's state_dict: one run, two cases."""
     path = script(changed(EVERY_RANK_PRINTS, WRAPPER_STATE))
     message = failure(checks.check_ddp_script, path)
-    assert "✘ only rank 0 prints: Rank(s) [0, 1] printed: each line appears once per rank" in message
+    assert ("✘ only rank 0 prints: Rank(s) [0, 1] printed: each line appears once per rank"
+            in message)
     assert "whose 'module.' keys a plain model cannot load" in message
     assert "✔ passed: each epoch, every sample exactly once" in message
     assert share(path) == pytest.approx(6 / 8)
@@ -334,7 +336,8 @@ def test_gpu_set_up_mistakes_show_on_the_simulated_node(script, edit, hint):
 
 
 def test_the_stub_is_not_implemented_and_launches_nothing(script, launches):
-    init = '    dist.init_process_group(backend, device_id=device if device.type == "cuda" else None)\n'
+    init = ('    dist.init_process_group(backend, device_id=device if device.type == "cuda" '
+            'else None)\n')
     stub = changed((init, '    raise NotImplementedError()\n'))
     before = len(launches.runs)
     message = failure(checks.check_ddp_script, script(stub))

@@ -19,12 +19,14 @@ def normalise(requirement: str) -> str:
 def test_environment_yml_matches_pyproject():
     """Checks environment.yml lists exactly pyproject's dependencies and test extras."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {normalise(r) for r in project["dependencies"] + project["optional-dependencies"]["test"]}
+    declared = project["dependencies"] + project["optional-dependencies"]["test"]
+    wanted = {normalise(r) for r in declared}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = {normalise(CONDA_NAMES.get(normalise(d), d)) for d in env["dependencies"]
              if isinstance(d, str)} - {"python", "pip"}
     pip_entries = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    assert conda == wanted, f"only in environment.yml: {conda - wanted}; only in pyproject: {wanted - conda}"
+    assert conda == wanted, (f"only in environment.yml: {conda - wanted}; "
+                             f"only in pyproject: {wanted - conda}")
     assert "-e ." in pip_entries
 
 

@@ -32,7 +32,8 @@ def test_registered_lessons_have_their_graded_cells(tmp_path):
     with sqlite3.connect(db) as connection:
         (revision,) = connection.execute("select version_num from alembic_version").fetchone()
         cells = dict(connection.execute("select base_cell.name, grade_cells.max_score from "
-                                        "grade_cells join base_cell on grade_cells.id = base_cell.id"))
+                                        "grade_cells join base_cell "
+                                        "on grade_cells.id = base_cell.id"))
     assert revision == gradebook._alembic_head()
     assert cells == {"test_pick_device": 2.0, "test_gpu_inventory": 2.0, "hardcoded_cuda": 2.0}
 
@@ -59,7 +60,8 @@ def test_a_missing_driver_is_one_line_naming_the_extra():
     code = ("import sys; sys.modules['psycopg'] = None  # as if it were not installed\n"
             "from course_utils.tools.cli import main\n"
             "sys.exit(main(['grade', '.', '--db', 'postgresql://teacher:s3cret@db.example/c']))")
-    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT,
+                          capture_output=True, text=True)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

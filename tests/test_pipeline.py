@@ -49,8 +49,10 @@ def test_slow_dataset_loads_in_spawned_workers():
 
 @pytest.mark.parametrize("kwargs, error, says", [
     ({"features": [1.0, 2.0]}, TypeError, "needs two tensors, got list and Tensor"),
-    ({"labels": torch.arange(3)}, ValueError, r"same first dimension; got shapes \(8, 1\) and \(3,\)"),
-    ({"seconds": -0.1}, ValueError, "seconds must be a number of seconds between 0 and 1, got -0.1"),
+    ({"labels": torch.arange(3)}, ValueError,
+     r"same first dimension; got shapes \(8, 1\) and \(3,\)"),
+    ({"seconds": -0.1}, ValueError,
+     "seconds must be a number of seconds between 0 and 1, got -0.1"),
     ({"seconds": 5}, ValueError, "got 5"),
     ({"seconds": "0.1"}, ValueError, "got '0.1'"),
     ({"seconds": True}, ValueError, "got True"),

@@ -1,4 +1,5 @@
-"""course_utils.lab.training and course_utils.lab.plots: the loop's behaviour, its errors, its plot."""
+"""course_utils.lab.training and course_utils.lab.plots: the loop's behaviour, its errors and
+its plot."""
 from __future__ import annotations
 
 import math
