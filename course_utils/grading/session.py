@@ -295,14 +295,12 @@ class KernelSession:
                 remaining = self._end - time.monotonic()
             if remaining <= 0:
                 self._on_timeout()
-            # An oversized message first: once ZeroMQ has refused it, the kernel may die too,
-            # and the message is the cause.
+            if not self.alive():
+                raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
             if self._oversized():
                 self.kill()
                 raise OutputLimit(f"the kernel sent a message larger than "
                                   f"{self._largest_message():,} bytes")
-            if not self.alive():
-                raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
             try:
                 return get(timeout=min(remaining, 0.2))
             except Empty:
