@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from ..framework import expect_no_error, fail
 
+# The one verdict a busy machine can cause by itself (the others are the answer's own doing).
+FAR_OFF = "time per batch is far from what the check measured"
+
 
 def _near(value: float, truth: float, share: float = 0.4, slack: float = 0.002) -> bool:
     """Within ``share`` and ``slack`` seconds: the clocks of the check and the answer differ."""
@@ -68,6 +71,6 @@ def _expect_stage_times(case: dict, seen: dict, where: str, hidden: bool, loader
                  f"{len(seen['loads'])} batches.",
                  "divide each total by the number of batches: return means per batch.")
         took = "" if hidden else f" (it took about {case[stage + '_ms']} ms)"
-        fail(f"{where}, find_bottleneck()'s {stage} time per batch is far from what the check "
-             f"measured{took}.", "time next(batch) from the loader and step(batch) separately, "
+        fail(f"{where}, find_bottleneck()'s {stage} {FAR_OFF}{took}.",
+             "time next(batch) from the loader and step(batch) separately, "
              "with time.perf_counter(), and return the mean of each per batch.")
