@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from course_utils.grading import cgroups
 from course_utils.grading.records import Limits
@@ -195,7 +196,13 @@ def test_memory_over_many_processes_is_capped_for_the_whole_sandbox(graded):
     2 GiB: the memory limit kills some, and the reason says so."""
     row = graded[0]["many-processes"]
     assert "the memory limit killed" in row.reason, row
-    assert "exit codes" in _printed(graded[1], "many-processes")  # the kernel itself lived on
+    # The kernel prints its children's exit codes when the limit killed only children. With
+    # PyPI's CUDA build the kernel is the group's largest process (its CUDA libraries), and the
+    # kernel's out-of-memory killer may pick it instead: stopped all the same, and said so.
+    printed = _printed(graded[1], "many-processes")
+    if torch.version.cuda and row.status.value == "kernel-died":
+        return
+    assert "exit codes" in printed, row  # the kernel itself lived on
 
 
 def test_memfd_pages_count_against_the_sandbox(graded):
