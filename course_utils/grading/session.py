@@ -298,6 +298,7 @@ class KernelSession:
             if not self.alive():
                 raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
             if self._oversized():
+                self._raise_if_it_exits(within=1.0)  # then it was no refused message
                 self.kill()
                 raise OutputLimit(f"the kernel sent a message larger than "
                                   f"{self._largest_message():,} bytes")
@@ -305,6 +306,15 @@ class KernelSession:
                 return get(timeout=min(remaining, 0.2))
             except Empty:
                 continue
+
+    def _raise_if_it_exits(self, within: float) -> None:
+        """KernelDied if the kernel is gone within ``within`` seconds: a kernel that exits closes
+        its sockets too, which the monitors report as they report a message ZeroMQ refused."""
+        end = time.monotonic() + within
+        while time.monotonic() < end:
+            if not self.alive():
+                raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
+            time.sleep(0.05)
 
     def _starvation(self) -> float:
         """Seconds to add to a limit that has run out: the wall time the sandbox lost to
