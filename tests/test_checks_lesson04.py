@@ -25,13 +25,12 @@ DeviceBatches = solution("04_input_pipeline", "device_batches", "DeviceBatches")
 def timed_failure(check, *answers, **kwargs):
     """failure() for a check that times real sleeps: the in-process run and the grader's run
     must name the same cause, which a busy machine can spoil once; three tries."""
-    for attempt in range(3):
+    for _ in range(2):
         try:
             return failure(check, *answers, **kwargs)
         except AssertionError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+            pass
+    return failure(check, *answers, **kwargs)
 
 def timed(loader, step, wait, clock=time.perf_counter, **fields):
     """(loader seconds, model seconds) per batch, with `wait(device_arg)` where the answer waits."""
