@@ -12,6 +12,7 @@ Screenshots of each step go to a folder printed on failure. With
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -67,6 +68,11 @@ def free_port() -> int:
 
 def copy_course(target: Path) -> Path:
     """The course's files (tracked and new, as git lists them), times kept, sharing .venv."""
+    # The copy's `make lab` would otherwise reinstall into the shared .venv, pointing its
+    # editable install, `course` command and kernel at this temporary copy.
+    if subprocess.run(["make", "-q", "install"], cwd=ROOT, check=False).returncode:
+        pytest.fail("the course's .venv is older than pyproject.toml or requirements.lock: run "
+                    "`make install` first (`make test` does)")
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
                              "--exclude-standard"], cwd=ROOT, capture_output=True, check=True)
     for name in listed.stdout.decode().split("\0"):
@@ -163,11 +169,20 @@ def write_submissions(course: Path) -> None:
 
 def accept_kernel_choice(page) -> bool:
     """JupyterLab may ask which kernel to start; take the one it proposes."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
     if not dialog.count():
         return False
-    dialog.locator("button.jp-mod-accept").click()  # "Select": the proposed kernel
-    dialog.wait_for(state="detached")
+    # A click that lands while the dialog is still being built is lost (seen once in CI: the
+    # dialog stayed open for 30 s), so click again until it closes.
+    deadline = time.monotonic() + 60
+    while dialog.count():
+        if time.monotonic() > deadline:
+            raise AssertionError("JupyterLab's Select Kernel dialog did not close in 60 s")
+        with contextlib.suppress(PlaywrightTimeout):
+            dialog.locator("button.jp-mod-accept").click(timeout=5_000)  # the proposed kernel
+            dialog.wait_for(state="detached", timeout=5_000)
     return True
 
 

@@ -315,13 +315,27 @@ class Group:
                 return False
             time.sleep(0.02)
 
-    def remove(self) -> None:
-        """Kill what is left and remove the group and its children."""
+    def remove(self, wait_s: float = 10.0) -> list[Path]:
+        """Kill what is left and remove the group and its children; the folders that could
+        not be removed (none, unless a process outlived ``wait_s`` of SIGKILLs)."""
         self.kill()
-        for folder in self.folders:
-            for child in sorted(_subgroups(folder), key=lambda p: -len(p.parts)):
-                with contextlib.suppress(OSError):
-                    child.rmdir()
+        # A killed process leaves its group a moment after it dies (the kernel still frees
+        # its memory): until then rmdir says EBUSY, so try again for a while.
+        deadline = time.monotonic() + wait_s
+        while True:
+            left = []
+            for folder in self.folders:
+                for child in sorted(_subgroups(folder), key=lambda p: -len(p.parts)):
+                    try:
+                        child.rmdir()
+                    except FileNotFoundError:
+                        pass
+                    except OSError:
+                        left.append(child)
+            if not left or time.monotonic() > deadline:
+                return left
+            self.kill(wait_s=0.5)
+            time.sleep(0.1)
 
     def counters(self) -> GroupCounters:
         """What the limits refused so far: OOM kills and refused forks."""

@@ -44,6 +44,8 @@ class GradingOutcome:
     seed: int | None = None  # the run's seed: hidden checks drew their inputs from it
     absent: int = 0  # rows of students (roster or found) with no folder for a lesson
     resources: cgroups.ResourceControl = cgroups.UNSAFE  # whole-submission limits in force
+    group: str = ""  # the run's control group (relative to each root), removed at its end
+    groups_left: list[str] = dataclasses.field(default_factory=list)  # any it could not remove
 
     @property
     def interrupted(self) -> bool:
@@ -157,12 +159,13 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
                          lambda: _set_up_gradebook(recorder, klass, submissions, out), stop)
         finally:
             recorder.close()
+            groups_left = []
             if resources.enforced:  # no survivor: whatever a submission left is killed here
-                run_group.remove()
+                groups_left = [str(folder) for folder in run_group.remove()]
             shutil.rmtree(scratch_root, ignore_errors=True)
             rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
     return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,
-                          listed_absent, resources)
+                          listed_absent, resources, run_group.name, groups_left)
 
 
 def _check_request(root: Path, submissions: Path, lessons: list[str] | None,

@@ -90,6 +90,9 @@ def _grade(args) -> int:
         if outcome.absent:
             print(f"{outcome.absent} row(s) are students who submitted nothing for a lesson "
                   "(status missing).")
+    for folder in outcome.groups_left:  # on stderr, so that --json output stays JSON
+        print(f"Warning: control group {folder} could not be removed (a process in it "
+              "outlived SIGKILL); remove it with rmdir once it is empty.", file=sys.stderr)
     if outcome.interrupted:
         print(f"Interrupted: {len(outcome.rows)} submission(s) graded and recorded; "
               f"{outcome.not_graded} not graded. Run the same command again to grade them "
