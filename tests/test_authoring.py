@@ -1,6 +1,7 @@
 """Every lesson follows docs/authoring.md, so the grader can read its tests as data."""
 from __future__ import annotations
 
+import ast
 import json
 
 import nbformat
@@ -18,6 +19,43 @@ SOURCES = sorted(ROOT.glob("solutions/*/*.ipynb"))
 def graded_cells(path):
     nb = nbformat.read(path, as_version=4)
     return [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+def imported_modules(source: str) -> list[str]:
+    """The modules a cell imports, in order (``from a.b import c`` gives ``a.b``)."""
+    modules = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+    return modules
+
+
+def course_helpers_come_first(source: str) -> bool:
+    """Whether no torch module is imported before the first ``course_utils`` one."""
+    modules = [m.split(".")[0] for m in imported_modules(source)]
+    return "course_utils" in modules and "torch" not in modules[:modules.index("course_utils")]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)
+def test_first_cell_imports_the_course_helpers_before_torch(path):
+    """Checks each lesson imports course_utils before torch's modules (docs/authoring.md).
+
+    Its filter must be in place before torch.utils.cpp_extension is first imported, or PyPI's
+    CUDA build without a GPU logs "No CUDA runtime is found" into the first cell's stderr.
+    """
+    first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    assert course_helpers_come_first(first.source), (
+        f"{path.name}: move the `from course_utils import ...` lines above torch's imports")
+
+
+def test_course_helpers_come_first_can_fail():
+    """Checks the order test rejects torch's utilities imported before the course's helpers."""
+    assert not course_helpers_come_first(
+        "import time\n\nfrom torch.utils import benchmark\n\nfrom course_utils import timing")
+    assert not course_helpers_come_first("import torch")
+    assert course_helpers_come_first("import time\nfrom course_utils import timing\nimport torch")
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.parent.name)

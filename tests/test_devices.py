@@ -1,6 +1,7 @@
 """get_device / explain_device / available_devices / synchronize on real and simulated machines."""
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -293,3 +294,18 @@ def test_profiler_kept_quiet_only_on_a_cuda_build_without_a_gpu(monkeypatch, cud
         monkeypatch.setenv("KINETO_LOG_LEVEL", preset)
     get_device()
     assert os.environ.get("KINETO_LOG_LEVEL") == expected
+
+
+def test_cuda_runtime_note_of_the_extension_builder_is_dropped_and_nothing_else(caplog):
+    """Checks cpp_extension's "No CUDA runtime is found" note is dropped, its other warnings kept.
+
+    On PyPI's CUDA build with a CUDA toolkit and no GPU, importing torch.utils.benchmark logs
+    the note into a lesson's first cell; the course's helpers drop it (course_utils.lab).
+    """
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        logger.warning("No CUDA runtime is found, using CUDA_HOME='%s'", "/usr/local")
+        logger.warning("There are no %s version bounds defined for CUDA version %s", "g++", "13")
+    assert [r.getMessage() for r in caplog.records] == [
+        "There are no g++ version bounds defined for CUDA version 13"]
+
