@@ -118,11 +118,23 @@ test-cuda-build: $(CUDA_VENV)/.installed
 # ---- The tested PyTorch range (pyproject.toml: torch>=2.11,<2.16; docs/pytorch-versions.md) ----
 # `make test` covers the locked version; this covers the oldest supported and the newest release:
 # for each, a venv with that torch (from VERSIONS_INDEX alone) and the locked rest, then the unit
-# tests (warnings are errors, pyproject.toml) and every lesson, which must write no warning or
-# error to stderr. One version: make test-torch TORCH=2.11.0.
+# tests (warnings are errors, pyproject.toml) and every lesson under nbval (a cell that writes to
+# stderr fails, solutions/conftest.py). Left out, each for the reason docs/pytorch-versions.md
+# gives (tests/test_workflow.py holds the two lists together): the browser and the whole-class
+# grading runs. One version: make test-torch TORCH=2.11.0.
 TESTED_TORCH ?= 2.11.0 2.15.0
 VERSIONS_INDEX ?= $(PYPI_INDEX)
-VERSIONS_TESTS ?= tests -m "not slow and not browser"
+VERSIONS_LEFT_OUT := \
+	--ignore=tests/test_browser.py \
+	--ignore=tests/test_grading.py \
+	--ignore=tests/test_grading_resilience.py \
+	--ignore=tests/test_exchange.py \
+	--deselect=tests/test_cli.py::test_grade_prints_a_row_per_submission \
+	--deselect=tests/test_gradebook_postgres.py::test_two_shards_graded_at_once_equal_one_sqlite_run \
+	--deselect=tests/test_gpu_check.py::test_wheels_folder_holds_no_torch \
+	--deselect=tests/test_gpu_check.py::test_check_reports_no_gpu_and_exits_0 \
+	--deselect=tests/test_gpu_check.py::test_check_uses_the_machines_torch_in_place
+VERSIONS_TESTS ?= tests solutions $(VERSIONS_LEFT_OUT)
 .PHONY: test-versions test-torch
 test-versions:
 	@for version in $(TESTED_TORCH); do $(MAKE) --no-print-directory test-torch TORCH=$$version || exit 1; done
@@ -140,7 +152,6 @@ test-torch:
 	.venv-torch-$(TORCH)/bin/python -c "import torch, sys; v = torch.__version__.split('+')[0]; \
 		sys.exit(None if v == '$(TORCH)' else f'asked for torch $(TORCH), got {v}')"
 	.venv-torch-$(TORCH)/bin/python -m pytest $(PYTEST_FLAGS) $(VERSIONS_TESTS)
-	.venv-torch-$(TORCH)/bin/python scripts/gpu_check.py notebooks
 
 # ---- Verifying the course on a GPU machine (docs/gpu-check.md) ----
 # gpu-wheels, on a networked machine: the wheels the check installs beside the GPU machine's own

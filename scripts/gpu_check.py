@@ -222,23 +222,6 @@ def unmeant_stderr(notebook) -> str:
     return "\n".join(lines[:20])
 
 
-def run_on_this_device(python: Path) -> int:
-    """Every solutions/ notebook on this machine's device; exit 1 on a failure or stderr noise."""
-    failed = []
-    for notebook in sorted(ROOT.glob("solutions/*/*.ipynb")):
-        result = subprocess.run([str(python), __file__, "execute", str(notebook), "-",
-                                 "--header", ""], check=False, cwd=notebook.parent,
-                                capture_output=True, text=True)
-        print(f"  {notebook.parent.name:<22} "
-              f"{'passed' if result.returncode == 0 else 'FAILED'}", flush=True)
-        if result.returncode:
-            failed.append(notebook.parent.name)
-            print(result.stderr[-3000:])
-    total = len(list(ROOT.glob("solutions/*/*.ipynb")))
-    print(f"notebooks: {total - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
-
-
 def run_benchmarks(python: Path) -> bool:
     result = subprocess.run([str(python), str(ROOT / "benchmarks" / "gpu_summary.py")],
                             check=False, cwd=ROOT)
@@ -279,8 +262,6 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", type=Path, default=ROOT / "docs" / "reference-runs")
     run.add_argument("--machine-python", default=sys.executable,
                      help="the Python that holds the machine's PyTorch (default: this one)")
-    commands.add_parser("notebooks", help="every lesson on this machine's device, no output "
-                        "kept; fails on an error or a warning on stderr (make test-versions)")
     one = commands.add_parser("execute", help=argparse.SUPPRESS)
     one.add_argument("source", type=Path)
     one.add_argument("target", type=Path)
@@ -292,8 +273,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "execute":
         execute(args.source, None if str(args.target) == "-" else args.target, args.header)
         return 0
-    if args.command == "notebooks":
-        return run_on_this_device(Path(sys.executable))
     return check(args.wheels.resolve(), args.env.resolve(), args.out.resolve(),
                  args.machine_python)
 

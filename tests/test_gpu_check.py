@@ -116,7 +116,7 @@ def load_script():
     ("100%|##########| 10/10 [00:00<00:00]\n", False),
 ])
 def test_lessons_may_not_write_warnings_or_logged_errors_to_stderr(stderr, flagged):
-    """Checks which stderr lines of an executed lesson fail make test-versions and gpu-check."""
+    """Checks which stderr lines of an executed lesson fail gpu-check."""
     import nbformat
 
     cell = nbformat.v4.new_code_cell("pass")

@@ -65,8 +65,40 @@ def test_the_version_matrix_is_the_declared_range(workflow):
     oldest, newest = tested[0], tested[-1]
     assert str(declared) == f"<{int(newest.split('.')[0])}.{int(newest.split('.')[1]) + 1}," \
                             f">={'.'.join(oldest.split('.')[:2])}", "declare what is tested"
-    assert "make test-torch TORCH=${{ matrix.torch }}" in \
+    assert "CI_MAKE_TARGET=test-torch TORCH=${{ matrix.torch }}" in \
         workflow["jobs"]["torch-versions"]["steps"][-1]["run"]
+    assert workflow["jobs"]["torch-versions"]["steps"][-1]["run"].endswith("bash .ci/run")
+
+
+def versions_left_out(makefile: str) -> list[str]:
+    """The tests `make test-torch` leaves out: its VERSIONS_LEFT_OUT's --ignore/--deselect."""
+    block = re.search(r"^VERSIONS_LEFT_OUT := ((?:.*\\\n)*.*)$", makefile, re.MULTILINE)[1]
+    return re.findall(r"--(?:ignore|deselect)=(\S+)", block)
+
+
+def test_every_test_the_version_runs_leave_out_exists_and_has_its_reason():
+    """Checks each test make test-torch leaves out exists and docs/pytorch-versions.md says why.
+
+    pytest ignores an --ignore or --deselect that names nothing, so a renamed test would
+    silently run (or a stale exclusion linger) without this.
+    """
+    left_out = versions_left_out((ROOT / "Makefile").read_text())
+    assert len(left_out) >= 4 and "tests/test_browser.py" in left_out
+    docs = (ROOT / "docs" / "pytorch-versions.md").read_text()
+    reasons = docs.split("## Left out of the version runs")[1].split("\n## ")[0]
+    for test in left_out:
+        path, _, name = test.partition("::")
+        assert (ROOT / path).is_file(), f"{test}: no such file"
+        assert not name or re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.MULTILINE), \
+            f"{test}: no such test"
+        assert f"`{test}`" in reasons, f"{test}: say in docs/pytorch-versions.md why it is left out"
+
+
+def test_versions_left_out_reads_the_makefile_block():
+    """Checks the parser finds every continued line of the block and nothing after it."""
+    makefile = ("VERSIONS_LEFT_OUT := \\\n\t--ignore=tests/a.py \\\n"
+                "\t--deselect=tests/b.py::test_c\nOTHER := --ignore=tests/d.py\n")
+    assert versions_left_out(makefile) == ["tests/a.py", "tests/b.py::test_c"]
 
 
 def test_gpu_job_runs_only_trusted_code(workflow):
