@@ -144,8 +144,11 @@ test-torch:
 	test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
 	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install \
 		--quiet --disable-pip-version-check --index-url $(VERSIONS_INDEX) torch==$(TORCH)
-	@# torch and what only torch needs (its CUDA libraries, triton) follow the version asked for
-	grep -v -E '^(torch|triton|nvidia-|cuda-)' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
+	@# torch and what torch alone pins (its CUDA libraries, triton; setuptools, which torch 2.11
+	@# caps below 82) follow the version asked for; torch itself stays the one asked for, or pip
+	@# would quietly swap in another version that fits the rest
+	grep -v -E '^(torch|triton|nvidia-|cuda-|setuptools)' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
+	echo 'torch==$(TORCH)' >> .venv-torch-$(TORCH)/constraints.txt
 	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
 		--constraint .venv-torch-$(TORCH)/constraints.txt --editable '.[test,postgres]'
 	.venv-torch-$(TORCH)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
