@@ -188,11 +188,18 @@ def accept_kernel_choice(page) -> bool:
 
 def run_all_cells(page, saved: Path) -> nbformat.NotebookNode:
     """Run → Run All Cells, wait for the kernel, save; the notebook as the lab saved it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
         accept_kernel_choice(page)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.get_by_role("menuitem", name="Run", exact=True).click(timeout=10_000)
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10_000)
+        except PlaywrightTimeout:
+            # The Select Kernel dialog can open just after the look above and take the click
+            # (seen once on a loaded machine: the menu waited 30 s behind it): look again.
+            continue
         time.sleep(1)
         if accept_kernel_choice(page):
             continue  # the run was dropped while the lab asked: run again
