@@ -19,16 +19,19 @@ class SimulatedClock:
     (device None when the call raised); past ``limit`` entries a :class:`StopProbe` ends
     the learner's code, so a loop waiting for this clock cannot hang. ``namespaces`` (e.g.
     the learner's function's ``__globals__``) get the simulated clocks too, in place of names
-    bound to the real ones (``from time import perf_counter``).
+    bound to the real ones (``from time import perf_counter``); so do the defaults and the
+    closure of each of ``functions`` (``def f(..., clock=time.perf_counter)``), and their
+    globals.
     """
 
     CLOCKS = ("perf_counter", "time", "monotonic")
 
-    def __init__(self, log=None, start=1000.0, limit=5000, namespaces=()):
+    def __init__(self, log=None, start=1000.0, limit=5000, namespaces=(), functions=()):
         self.now, self.busy_until = float(start), {}
         self.log = [] if log is None else log
         self.limit, self.namespaces = limit, list(namespaces)
-        self._patch, self._renamed = None, []
+        self.functions = [f for f in functions if hasattr(f, "__code__")]
+        self._patch, self._undo = None, []
 
     def cpu(self, seconds):
         self.now += seconds
@@ -98,15 +101,37 @@ class SimulatedClock:
             sync(torch.cuda, "torch.cuda.synchronize", cuda),
             sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
             sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()
-        for namespace in self.namespaces:
-            for key, value in list(namespace.items()):
-                if id(value) in simulated:
-                    self._renamed.append((namespace, key, value))
-                    namespace[key] = simulated[id(value)]
+        self._rebind_learner(simulated)
         return self
 
+    def _rebind_learner(self, simulated):
+        """The simulated clocks in place of real ones bound in the learner's code."""
+        namespaces = self.namespaces + [f.__globals__ for f in self.functions] \
+            + [f.__kwdefaults__ for f in self.functions if f.__kwdefaults__]
+        for namespace in {id(namespace): namespace for namespace in namespaces}.values():
+            for key, value in list(namespace.items()):
+                self._rebind(simulated, value, lambda v, ns=namespace, k=key: ns.update({k: v}))
+        for function in self.functions:
+            for cell in function.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # a cell not filled yet
+                    continue
+                self._rebind(simulated, value,
+                             lambda v, cell=cell: setattr(cell, "cell_contents", v))
+            defaults = function.__defaults__ or ()
+            if any(id(value) in simulated for value in defaults):
+                self._rebind({id(defaults): tuple(simulated.get(id(v), v) for v in defaults)},
+                             defaults, lambda v, f=function: setattr(f, "__defaults__", v))
+
+    def _rebind(self, simulated, value, put):
+        """Put the simulated clock where ``value``, a real one, was; undone on exit."""
+        if id(value) in simulated:
+            put(simulated[id(value)])
+            self._undo.append(lambda: put(value))
+
     def __exit__(self, *exc_info):
-        for namespace, key, value in reversed(self._renamed):
-            namespace[key] = value
-        self._renamed.clear()
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
         return self._patch.__exit__(*exc_info)

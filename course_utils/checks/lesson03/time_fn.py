@@ -41,7 +41,7 @@ def probe(time_fn, inputs):
 
     def observe(run):
         log = []
-        clock = SimulatedClock(log, namespaces=[getattr(time_fn, "__globals__", {})])
+        clock = SimulatedClock(log, functions=[time_fn])
 
         def fn():  # the first call pays for start-up; a device queues the work, the CPU does it
             calls = sum(event["event"] == "work" for event in log)
