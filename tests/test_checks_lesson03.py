@@ -119,7 +119,8 @@ def test_time_fn_right_answers_keep_full_marks(answer, capsys):
     printed = capsys.readouterr().out
     assert ("synchronises the device between fn() and every clock reading and returns the "
             "median") in printed
-    assert "cuda on a Linux machine with one NVIDIA H100; cpu on a laptop with no GPU." in printed
+    assert ("cuda on a Linux machine with one NVIDIA H100; cpu on a laptop with no GPU; cpu on a "
+            "Linux machine with one NVIDIA H100.") in printed
 
 
 def test_time_fn_visible_success_line_names_only_the_visible_machines(capsys):
@@ -170,8 +171,10 @@ def test_a_timer_that_never_synchronises():
                               "synchronises cuda")
     assert "how fast Python queues work" in message
     assert "✔ passed: cpu on a laptop with no GPU" in message
-    assert graded(checks.check_time_fn, (answer,), hidden=False, seed=0).fraction == 0.5
-    assert graded(checks.check_time_fn, (answer,), hidden=True, seed=1).fraction == 0.25
+    assert graded(checks.check_time_fn, (answer,), hidden=False, seed=0).fraction == \
+        pytest.approx(2 / 3)
+    assert graded(checks.check_time_fn, (answer,), hidden=True, seed=1).fraction == \
+        pytest.approx(2 / 5)
 
 
 def test_a_timer_that_synchronises_before_but_not_after():
@@ -219,6 +222,85 @@ def test_a_timer_whose_synchronisation_crashes_without_a_gpu(wait, api):
     assert "does nothing on the CPU" in message
 
 
+@pytest.mark.parametrize("wait, api", [
+    (lambda device: torch.accelerator.is_available() and torch.accelerator.synchronize(device),
+     "torch.accelerator.synchronize"),
+    (lambda device: torch.cuda.is_available() and torch.cuda.synchronize(device),
+     "torch.cuda.synchronize"),
+], ids=["accelerator if available", "cuda if available"])
+def test_a_sync_guarded_by_the_machine_raises_for_cpu_work_on_a_gpu_machine(wait, api):
+    """Guarded by what the machine has, not by `device`: CPU work on a GPU machine raises."""
+    message = failure(checks.check_time_fn, timer(wait=wait))
+    assert message.startswith(f"✘ cpu on a Linux machine with one NVIDIA H100: time_fn() called "
+                              f"{api}(), which raises ValueError on this machine.")
+    assert "How to fix it: synchronise with course_utils.synchronize(device), which waits for " \
+        "the work queued on the device and does nothing on the CPU" in message
+    assert "✔ passed: cuda on a Linux machine with one NVIDIA H100; cpu on a laptop" in message
+
+
+def test_the_fix_for_a_raising_accelerator_sync_does_not_recommend_it():
+    message = failure(checks.check_time_fn, timer(wait=lambda d: torch.accelerator.synchronize()))
+    fix = message.split("How to fix it: ")[1]
+    assert fix.startswith("synchronise with course_utils.synchronize(device)")
+    assert "torch.accelerator.synchronize(device) raises for a CPU device" in fix
+
+
+def time_fn_with_an_overall_clock(fn, device, warmup, repeats):
+    """Right: a reading of the clock before the warm-up, for a total it does not return."""
+    began = time.perf_counter()
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    total = time.perf_counter() - began
+    return statistics.median(times) if total >= 0 else None
+
+
+def time_fn_ending_on_cpu_time(fn, device, warmup, repeats):
+    """Wrong: the end of each call read from time.process_time, another clock."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def test_a_clock_reading_before_the_warm_up_is_not_taken_for_timing_it():
+    passes(checks.check_time_fn, time_fn_with_an_overall_clock)
+
+
+def test_another_clock_is_not_taken_for_timing_the_calls_together():
+    message = failure(checks.check_time_fn, time_fn_ending_on_cpu_time)
+    assert "time_fn() read the clock 5 times for 5 timed calls: the other readings came from a " \
+           "clock the check does not follow" in message
+    assert "times the calls together" not in message
+
+
+def test_a_statistic_is_named_only_where_the_value_tells_it_apart():
+    from course_utils.checks.framework import CheckFailure
+    from course_utils.checks.lesson03.time_fn_rules import _expect_median
+
+    run = {"warmup": 0, "repeats": 3, "launch_s": 0.0, "work_s": [0.001, 0.002, 0.05]}
+    with pytest.raises(CheckFailure) as raised:
+        _expect_median(run, 0.001, hidden=True)
+    assert str(raised.value).startswith("time_fn() returned the fastest and the first of the "
+                                        "timed calls.")
+    for inputs in (checks.check_time_fn.make_inputs(seed, True) for seed in HIDDEN_SEEDS):
+        for case in inputs["cases"]:
+            timed = case["work_s"][case["warmup"]:]
+            assert 0 < timed.index(min(timed)) < len(timed) - 1
+
+
 def test_torch_cuda_synchronize_on_a_mac_fails_the_hidden_part():
     def cuda_wait(device):
         if device.type != "cpu":
@@ -230,6 +312,9 @@ def test_torch_cuda_synchronize_on_a_mac_fails_the_hidden_part():
 @pytest.mark.parametrize("summary, hint", [
     (statistics.fmean, "returned the mean of the timed calls"),
     (min, "returned the fastest of the timed calls"),
+    (max, "returned the slowest of the timed calls"),
+    (lambda times: times[0], "returned the first of the timed calls"),
+    (lambda times: times[-1], "returned the last of the timed calls"),
     (sum, "returned the sum of the timed calls"),
     (lambda times: 1e3 * statistics.median(times), "returned the median in milliseconds"),
 ])
@@ -239,7 +324,7 @@ def test_a_timer_returning_another_statistic(summary, hint):
 
 
 def test_a_wrong_time_in_a_hidden_case_does_not_reveal_the_expected_value():
-    answer = timer(summary=lambda times: times[0])
+    answer = timer(summary=lambda times: times[0] + times[-1])
     visible = failure(checks.check_time_fn, answer)
     assert "expected about" in visible
     for seed in HIDDEN_SEEDS:
@@ -303,7 +388,7 @@ def test_time_fn_hidden_inputs_follow_the_seed_and_have_a_slow_call():
     assert len({str(inputs) for inputs in made}) > 1
     for inputs in made:
         devices = sorted(run["device"] for run in inputs["cases"])
-        assert devices == ["cpu", "cuda", "cuda:1", "mps"]
+        assert devices == ["cpu", "cpu", "cuda", "cuda:1", "mps"]
         for run in inputs["cases"]:
             timed = run["work_s"][run["warmup"]:]
             assert statistics.fmean(timed) > 1.1 * statistics.median(timed)

@@ -46,6 +46,8 @@ class SimulatedMachine:
     def _cuda_synchronize(self, device=None):
         import torch
 
+        if not self.spec["gpus"]:
+            self._gpu()  # raises first, as torch's lazy initialisation does
         if isinstance(device, (str, torch.device)) and torch.device(device).type != "cuda":
             raise ValueError(f"Expected a cuda device, but got: {device}")  # torch's words
         self._gpu(device)
