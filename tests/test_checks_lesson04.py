@@ -448,8 +448,21 @@ class DeviceGenerator(DeviceBatches):
             yield self.features[index], self.labels[index]
 
 
+class WithIndexSelect(DeviceBatches):
+    """Right: index_select with the order moved to the data's device once per epoch."""
+
+    def __iter__(self):
+        order = torch.randperm(len(self.labels), generator=self.generator)
+        order = order.to(self.features.device)
+        for start in starts(self):
+            index = order[start:start + self.batch_size]
+            yield (torch.index_select(self.features, 0, index),
+                   torch.index_select(self.labels, 0, index))
+
+
 @pytest.mark.parametrize("batches", [DeviceBatches, WithTensorBatches, SeededPerEpoch,
-                                     PythonRandom, NumpyGenerator, DeviceGenerator],
+                                     PythonRandom, NumpyGenerator, DeviceGenerator,
+                                     WithIndexSelect],
                          ids=lambda c: c.__name__)
 def test_device_batches_right_answers_keep_full_marks(batches, capsys):
     passes(checks.check_device_batches, batches)
@@ -532,6 +545,30 @@ def moved_to_the_notebooks_device(self):  # the notebook's `device`, here a GPU 
         yield features.to("meta"), labels.to("meta")
 
 
+def positions_as_a_list(self):
+    """Wrong: the order on the device, brought back as a list for each batch."""
+    order = torch.randperm(len(self.labels), generator=self.generator).to(self.features.device)
+    for start in starts(self):
+        index = order[start:start + self.batch_size].tolist()
+        yield self.features[index], self.labels[index]
+
+
+def randperm_on_the_device_with_a_cpu_generator(self):
+    """Wrong on a GPU: randperm draws on the data's device with the CPU generator."""
+    order = torch.randperm(len(self.labels), generator=self.generator,
+                           device=self.features.device)
+    for start in starts(self):
+        index = order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
+def one_item_at_a_time(self):
+    order = torch.randperm(len(self.labels), generator=self.generator).to(self.features.device)
+    for start in starts(self):
+        rows = [int(i.item()) for i in order[start:start + self.batch_size]]
+        yield self.features[rows], self.labels[rows]
+
+
 def one_example_at_a_time(self):
     order = torch.randperm(len(self.labels), generator=self.generator)
     for start in starts(self):
@@ -556,8 +593,13 @@ def as_dicts(self):
                                "seeded again at each epoch, or an order drawn once in __init__")),
     (order_drawn_once, "an epoch repeated an earlier epoch's order"),
     (in_order, "the batches come in the data's order"),
-    (moved_to_the_host, ("on the meta device (a stand-in for a GPU), DeviceBatches raised "
-                         "NotImplementedError: it copies the data to the host")),
+    (moved_to_the_host, ("on the meta device (a stand-in for a GPU), DeviceBatches copies "
+                         "data to the host with `.cpu()`")),
+    (positions_as_a_list, "DeviceBatches copies data to the host with `.tolist()`"),
+    (randperm_on_the_device_with_a_cpu_generator, (
+        "on the meta device (a stand-in for a GPU), DeviceBatches raised RuntimeError: Expected "
+        "a 'cuda' device type for generator but found 'cpu'")),
+    (one_item_at_a_time, "DeviceBatches copies data to the host with `.item()`"),
     (one_example_at_a_time, "builds each batch one example at a time"),
 ], ids=lambda value: getattr(value, "__name__", "says"))
 def test_device_batches_mistakes_each_get_their_hint(body, says):
