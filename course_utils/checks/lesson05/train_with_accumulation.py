@@ -102,6 +102,10 @@ def _check_group(scenario: dict, number: int, group: list[int], events: list[str
          "optimizer.step(), optimizer.zero_grad().")
 
 
+def _without_gradients(step: dict) -> bool:
+    return all(grad is None or not any(grad) for grad in step["grads"])
+
+
 def _success(inputs: dict) -> str:
     tried = "; ".join(f"{len(s['batches'])} micro-batches in groups of {s['k']}"
                       for s in inputs["scenarios"])
@@ -121,6 +125,12 @@ def check_train_with_accumulation(inputs, observations, hidden):
         for event in result["log"]:
             segments.append([]) if event == "step" else segments[-1].append(event)
         with case(f"{where}: a step per full group, with the group's mean gradient", 2):
+            if len(steps) == len(groups) + 1 and _without_gradients(steps[-1]):
+                fail("optimizer.step() ran once more after the last group, with no gradients: "
+                     f"{n} micro-batches make {len(groups)} groups of {k}" + (
+                         "." if n % k else ", and no smaller group is left."),
+                     "step after the loop only when a smaller group is left (when "
+                     "len(micro_batches) % accumulation_steps is not 0).")
             if len(steps) > len(groups):
                 fail(f"optimizer.step() ran {len(steps)} times"
                      + (", after every micro-batch." if len(steps) == n else "."),
