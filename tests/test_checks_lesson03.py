@@ -423,13 +423,32 @@ def crossover_with_numpy(sizes, cpu_times, acc_times):
     return np.asarray(sizes)[first] if first < len(sizes) else None
 
 
+def crossover_with_a_flag_list(sizes, cpu_times, acc_times):
+    """Right: a list of wins, then the last loss found with a reversed index."""
+    wins = [acc < cpu for cpu, acc in zip(cpu_times, acc_times, strict=True)]
+    if not wins[-1]:
+        return None
+    last_loss = max((i for i, win in enumerate(wins) if not win), default=-1)
+    return sizes[last_loss + 1]
+
+
+def crossover_with_a_while_loop(sizes, cpu_times, acc_times):
+    """Right: a while loop from the end, on tuples of numbers (any sequence works)."""
+    sizes, cpu_times, acc_times = tuple(sizes), tuple(cpu_times), tuple(acc_times)
+    index = len(sizes)
+    while index > 0 and acc_times[index - 1] < cpu_times[index - 1]:
+        index -= 1
+    return sizes[index] if index < len(sizes) else None
+
+
 @pytest.mark.parametrize("answer", [crossover, crossover_from_the_end, crossover_with_all,
-                                    crossover_with_numpy], ids=lambda f: f.__name__)
+                                    crossover_with_numpy, crossover_with_a_flag_list,
+                                    crossover_with_a_while_loop], ids=lambda f: f.__name__)
 def test_crossover_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_crossover, answer)
     printed = capsys.readouterr().out
     assert "a clean crossing → 128; an accelerator that is never faster → None; one noisy " \
-           "point → 128." in printed
+           "point → 128; a tie just before the crossing → 256." in printed
     assert "a sweep that crosses back;" in printed or "a sweep that crosses back." in printed
 
 
@@ -482,17 +501,17 @@ def crossover_as_text(sizes, cpu_times, acc_times):
 
 @pytest.mark.parametrize("answer, hint, share", [
     (crossover_first_win, ("crossover() returned 32, but the accelerator is slower again at "
-                           "64: a faster point followed by slower ones is noise"), 2 / 3),
+                           "64: a faster point followed by slower ones is noise"), 3 / 4),
     (crossover_index, ("which is not one of the sizes: it looks like the position in the list; "
-                       "return sizes[3]"), 1 / 3),
+                       "return sizes[3]"), 1 / 4),
     (crossover_raising_when_never, ("when the accelerator never stays faster up to the largest "
-                                    "size, return None"), 2 / 3),
+                                    "size, return None"), 3 / 4),
     (crossover_the_wrong_way_round, "where the accelerator is slower than the CPU", 0),
     (crossover_one_too_late, "but the accelerator is already faster at 128, the size before it",
-     1 / 3),
-    (crossover_never_none, "crossover() returned 1024, where the accelerator is slower", 2 / 3),
+     1 / 4),
+    (crossover_never_none, "crossover() returned 1024, where the accelerator is slower", 3 / 4),
     (crossover_always_none, ("crossover() returned None, but the accelerator stays faster from "
-                             "some size on"), 1 / 3),
+                             "some size on"), 1 / 4),
     (crossover_as_text, "crossover() returned str", 0),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_crossover_mistakes(answer, hint, share):
@@ -502,8 +521,11 @@ def test_crossover_mistakes(answer, hint, share):
         pytest.approx(share)
 
 
-def test_crossover_ties_fail_the_hidden_part_only():
-    checks.check_crossover(crossover_with_ties)
+def test_crossover_ties_fail_the_visible_check_too():
+    """The visible check has a tie, so `<=` does not get a tick there and lose points later."""
+    visible = failure(checks.check_crossover, crossover_with_ties)
+    assert "✘ a tie just before the crossing: crossover() returned 128, where both took the " \
+        "same time" in visible
     message = failure(checks.check_crossover, crossover_with_ties, hidden=True, seed=1)
     assert "where both took the same time: equal is not faster" in message
     assert graded(checks.check_crossover, (crossover_with_ties,), hidden=True,
