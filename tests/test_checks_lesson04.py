@@ -608,6 +608,43 @@ def test_device_batches_mistakes_each_get_their_hint(body, says):
     assert message.startswith("✘ ") and "How to fix it: " in message
 
 
+class DeviceGeneratorCpuDraw(DeviceBatches):
+    """Wrong on a GPU: a generator on the data's device, but randperm draws on the CPU."""
+
+    def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
+        super().__init__(features, labels, batch_size, seed, drop_last)
+        self.generator = torch.Generator(device=features.device).manual_seed(seed)
+
+
+class OrderOnCuda(DeviceBatches):
+    """Wrong: the order sent to "cuda" whatever device the data are on."""
+
+    def __iter__(self):
+        order = torch.randperm(len(self.labels), generator=self.generator).to("cuda")
+        for start in starts(self):
+            index = order[start:start + self.batch_size]
+            yield self.features[index], self.labels[index]
+
+
+def test_device_batches_with_a_generator_on_another_device_than_randperm():
+    message = failure(checks.check_device_batches, DeviceGeneratorCpuDraw)
+    assert "on the meta device (a stand-in for a GPU), DeviceBatches raised RuntimeError: " \
+        "Expected a 'cpu' device type for generator but found 'cuda'" in message
+    assert "a generator must live where randperm draws" in message
+    assert graded(checks.check_device_batches, (DeviceGeneratorCpuDraw,), hidden=True,
+                  seed=1).fraction == pytest.approx(3 / 4)
+
+
+def test_device_batches_sending_the_order_to_cuda():
+    message = failure(checks.check_device_batches, OrderOnCuda)
+    if torch.cuda.is_available():  # CPU data indexed with a CUDA order: torch refuses
+        assert message.startswith("With n=10 examples and batch_size=4, DeviceBatches raised ")
+    else:
+        assert message.startswith("With n=10 examples and batch_size=4, DeviceBatches raised "
+                                  "AssertionError: Torch not compiled with CUDA enabled at line")
+        assert '.to("cuda")`' in message
+
+
 def test_device_batches_from_the_global_generator():
     class GlobalSeeded(DeviceBatches):
         def __init__(self, features, labels, batch_size, seed=0, drop_last=False):
