@@ -273,9 +273,26 @@ def test_halving_with_a_slash_gives_floats():
     assert "halve with `batch_size // 2`" in message
 
 
-def test_a_loop_that_never_stops_is_named():
-    message = failure(checks.check_largest_batch_size, largest_never_stopping)
-    assert "called step() 30 times without stopping" in message
+def largest_subtracting_one(step, start):
+    """Wrong: one less after each failure instead of half."""
+    batch_size = start
+    while True:
+        try:
+            step(batch_size)
+            return batch_size
+        except torch.OutOfMemoryError:
+            if batch_size == 1:
+                raise
+        batch_size -= 1
+
+
+@pytest.mark.parametrize("answer, tried", [
+    (largest_never_stopping, "it tried 8, 4, 2, 1, 1, ..., 1."),
+    (largest_subtracting_one, "it tried 512, 511, 510, 509, 508, ..., 483."),
+])
+def test_a_loop_that_never_stops_is_named(answer, tried):
+    message = failure(checks.check_largest_batch_size, answer)
+    assert "called step() 30 times without stopping: " + tried in message
     assert "stop after trying 1" in message
 
 
@@ -515,6 +532,29 @@ def test_an_extra_step_without_gradients_is_named():
     assert "optimizer.step() ran once more after the last group, with no gradients" in message
     assert "step after the loop only when a smaller group is left" in message
     checks.check_train_with_accumulation(extra_step_after_the_loop)  # 5 in 2s: right there
+
+
+def divided_by_k_and_zeroed_by_hand(model, loss_fn, optimizer, micro_batches,
+                                    accumulation_steps):
+    """Wrong in the last, smaller group (divided by k); gradients zeroed by hand, so no
+    zero_grad() call is seen."""
+    steps = 0
+    for start in range(0, len(micro_batches), accumulation_steps):
+        for inputs, targets in micro_batches[start:start + accumulation_steps]:
+            (loss_fn(model(inputs), targets) / accumulation_steps).backward()
+        optimizer.step()
+        for parameter in model.parameters():
+            parameter.grad = None
+        steps += 1
+    return steps
+
+
+def test_gradients_zeroed_by_hand_are_not_taken_for_a_leak():
+    """No zero_grad() call is seen, but the gradients say what went wrong."""
+    message = failure(checks.check_train_with_accumulation, divided_by_k_and_zeroed_by_hand)
+    assert "At optimizer step 3, the last group has 1 micro-batch(es), but their losses were " \
+        "divided by accumulation_steps=2" in message
+    assert "previous group's gradients" not in message
 
 
 def test_returning_the_number_of_full_groups():
