@@ -747,3 +747,30 @@ def test_device_batches_hidden_inputs_cover_both_kinds_of_last_batch():
         configs = checks.check_device_batches.make_inputs(seed, True)["configs"]
         assert sorted(bool(c["n"] % c["batch_size"]) for c in configs) == [False, True]
         assert all(c["seeds"][0] != c["seeds"][1] for c in configs)
+
+
+def test_meta_recorder_sees_host_copies_and_single_examples():
+    from course_utils.probe import meta_recorder
+
+    data = torch.empty(6, 3, device="meta")
+    with meta_recorder() as recorder:
+        data[torch.tensor([0, 2])]  # one indexing per batch: neither
+        data[1]  # one example
+        with pytest.raises(NotImplementedError):
+            data.to("cpu")
+        torch.zeros(2).tolist()  # CPU tensors are not the device's data
+    assert recorder.host == [".to()"] and recorder.single == 1
+
+
+def test_meta_generators_stand_in_for_a_gpus_and_are_removed():
+    from course_utils.probe import meta_generators, patched
+
+    real = (torch.Generator, torch.randperm)
+    with patched(meta_generators()):
+        on_device = torch.Generator(device="meta").manual_seed(0)
+        assert isinstance(on_device, torch.Generator)
+        assert torch.randperm(4, generator=on_device, device="meta").device.type == "meta"
+        assert torch.randperm(4, generator=torch.Generator().manual_seed(0)).shape == (4,)
+        with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator"):
+            torch.randperm(4, generator=torch.Generator(), device="meta")
+    assert (torch.Generator, torch.randperm) == real
