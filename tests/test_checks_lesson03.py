@@ -109,10 +109,32 @@ def time_fn_with_a_timer(fn, device, warmup, repeats):
     return statistics.median(timer.repeat(repeat=repeats, number=1))
 
 
+def time_fn_with_events(fn, device, warmup, repeats):
+    """Right: device events on an accelerator (torch.Event), the clock on the CPU."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        if device.type == "cpu":
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+            continue
+        start = torch.Event(device=device, enable_timing=True)
+        end = torch.Event(device=device, enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)  # milliseconds
+    return statistics.median(times)
+
+
 @pytest.mark.parametrize("answer", [time_fn, time_fn_with_accelerator_api,
                                     time_fn_with_vendor_apis, time_fn_syncing_everywhere,
                                     time_fn_with_imported_clock, time_fn_with_timeit_repeat,
-                                    time_fn_with_a_timer],
+                                    time_fn_with_a_timer, time_fn_with_events],
                          ids=lambda f: f.__name__)
 def test_time_fn_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_time_fn, answer)
@@ -132,12 +154,14 @@ def test_time_fn_visible_success_line_names_only_the_visible_machines(capsys):
 def test_time_fn_check_leaves_the_clocks_and_torch_unpatched():
     clocks = (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns,
               timeit.default_timer)
-    syncs = (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize)
+    syncs = (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize,
+             torch.cuda.Event, torch.Event)
     checks.check_time_fn(time_fn_with_imported_clock, hidden=True, seed=3)
     assert perf_counter is time.perf_counter is clocks[0]
     assert (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns,
             timeit.default_timer) == clocks
-    assert (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize) == syncs
+    assert (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize,
+            torch.cuda.Event, torch.Event) == syncs
 
 
 # ------------------------------------------------------------------ time_fn: mistakes
@@ -273,6 +297,48 @@ def time_fn_ending_on_cpu_time(fn, device, warmup, repeats):
         synchronize(device)
         times.append(time.process_time() - start)
     return statistics.median(times)
+
+
+def time_fn_with_events_read_too_early(fn, device, warmup, repeats):
+    """Wrong: elapsed_time() before the device has reached the end event."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def test_an_events_time_read_before_the_device_reached_it():
+    message = failure(checks.check_time_fn, time_fn_with_events_read_too_early)
+    assert message.startswith("✘ cuda on a Linux machine with one NVIDIA H100: time_fn() asked "
+                              "an event's elapsed_time() before the device had reached the end "
+                              "event, which raises on a GPU.")
+    assert "wait with end.synchronize()" in message
+
+
+def test_events_of_the_current_gpu_time_nothing_on_the_second():
+    def current_device_events(fn, device, warmup, repeats):
+        for _ in range(warmup):
+            fn()
+        synchronize(device)
+        times = []
+        for _ in range(repeats):
+            start, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            synchronize(device)
+            times.append(start.elapsed_time(end) / 1e3 if device.type != "cpu" else 0.0)
+        return statistics.median(times)
+    message = failure(checks.check_time_fn, current_device_events, hidden=True, seed=1)
+    assert "✘ cuda:1 on a server with two NVIDIA A100s: time_fn() recorded its events on " \
+        "cuda:0, but fn()'s work runs on cuda:1: they time nothing of it." in message
 
 
 def test_a_clock_reading_before_the_warm_up_is_not_taken_for_timing_it():

@@ -124,3 +124,25 @@ def test_clocks_bound_in_a_functions_defaults_and_closure_are_replaced_then_rest
         assert timer() == (5.0, 5.0, 5.0)
     assert timer.__defaults__ == (time.monotonic,) and timer.__kwdefaults__ == {
         "other": time.time} and timer.__closure__[0].cell_contents is time.perf_counter
+
+
+def test_device_events_record_when_the_device_reaches_them():
+    log = []
+    with SimulatedMachine(machines.TWO_GPUS), SimulatedClock(log, start=0.0) as clock:
+        start, end = torch.cuda.Event(enable_timing=True), torch.Event(enable_timing=True)
+        clock.launch("cuda:0", 1.0)
+        start.record()                       # behind the queued second
+        clock.launch("cuda:0", 2.0)
+        end.record()
+        with pytest.raises(RuntimeError, match="completed"):
+            start.elapsed_time(end)          # the device is not there yet
+        end.synchronize()
+        assert clock.now == 3.0 and start.elapsed_time(end) == 2000.0
+    assert [event["event"] for event in log] == ["clock", "clock", "unfinished", "sync"]
+    assert torch.cuda.Event is not start.__class__
+
+
+@pytest.mark.parametrize("spec, device", [(machines.CPU, None), (machines.CUDA, "cpu")])
+def test_cpu_events_are_refused_as_torch_refuses_them(spec, device):
+    with SimulatedMachine(spec), SimulatedClock(), pytest.raises(RuntimeError, match="cpu"):
+        torch.Event(device=device, enable_timing=True).record()

@@ -8,8 +8,9 @@ class SimulatedClock:
 
     While active, ``time.perf_counter``, ``time.time``, ``time.monotonic``, their ``_ns``
     forms, ``timeit.default_timer`` and a ``timeit.Timer`` built on any of them (as
-    ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads
-    get the real time); ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
+    ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads get
+    the real time), and ``torch.cuda.Event``/``torch.Event`` record when the device reaches
+    them; ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
     ``torch.accelerator.synchronize`` first answer as the active :class:`SimulatedMachine`
     would (raising where it raises), then wait for that device's queued work. The probe
     spends time with :meth:`cpu` (the CPU works before returning) and :meth:`launch` (work
@@ -98,11 +99,60 @@ class SimulatedClock:
 
         self._patch = patched(clocks + [
             (timeit.Timer, "__init__", simulated_timer),
+            (torch.cuda, "Event", self._event_class(cuda)),
+            (torch, "Event", self._event_class(accelerator)),
             sync(torch.cuda, "torch.cuda.synchronize", cuda),
             sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
             sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()
         self._rebind_learner(simulated)
         return self
+
+    def _event_class(self, which):
+        """torch.cuda.Event / torch.Event on this clock: record() marks the moment the device
+        reaches it in its queue, elapsed_time() is in milliseconds, as torch's."""
+        clock = self
+
+        class Event:
+            def __init__(self, device=None, enable_timing=False, blocking=False,
+                         interprocess=False):
+                if isinstance(device, bool):  # torch.cuda.Event(enable_timing, ...) by position
+                    device, enable_timing = None, device
+                self.device, self.enable_timing, self.at, self.queue = device, enable_timing, \
+                    None, None
+
+            def record(self, stream=None):
+                import torch
+
+                kind = torch.device(self.device).type if self.device is not None else (
+                    getattr(torch.accelerator.current_accelerator(), "type", "cpu"))
+                if kind == "cpu":
+                    raise RuntimeError("cpu backend doesn't support events.")  # torch's words
+                self.queue = which(self.device)
+                self.at = max(clock.now, clock.busy_until.get(self.queue, clock.now))
+                clock._note({"event": "clock", "pending": [], "api": "Event.record",
+                             "device": self.queue})
+
+            def query(self):
+                return self.at is not None and clock.now >= self.at
+
+            def synchronize(self):
+                clock._note({"event": "sync", "api": "Event.synchronize", "device": self.queue})
+                clock.now = max(clock.now, self.at or clock.now)
+
+            def wait(self, stream=None):
+                pass
+
+            def elapsed_time(self, end):
+                if not (self.enable_timing and end.enable_timing):
+                    raise RuntimeError("Both events must be created with argument "
+                                       "'enable_timing=True'.")
+                if not (self.query() and end.query()):
+                    clock._note({"event": "unfinished", "api": "Event.elapsed_time"})
+                    raise RuntimeError("Both events must be recorded and completed before "
+                                       "calculating elapsed time.")
+                return (end.at - self.at) * 1e3
+
+        return Event
 
     def _rebind_learner(self, simulated):
         """The simulated clocks in place of real ones bound in the learner's code."""

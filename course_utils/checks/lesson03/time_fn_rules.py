@@ -22,6 +22,10 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
     if error and syncs and syncs[-1]["device"] is None:  # the synchronisation itself raised
         fail(f"time_fn() called {syncs[-1]['api']}(), which raises {error['type']} on "
              "this machine.", f"synchronise with {SYNC}.")
+    if error and log and log[-1]["event"] == "unfinished":  # as CUDA refuses it
+        fail("time_fn() asked an event's elapsed_time() before the device had reached the end "
+             "event, which raises on a GPU.", "after end.record(), wait with end.synchronize() "
+             "(or course_utils.synchronize(device)), then call start.elapsed_time(end).")
     expect_no_error(error, "time_fn()", where=where)
     if result["seconds"] is None:
         kind = result["returned"]["type"]
@@ -52,6 +56,13 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
              "time.process_time, which counts this process's CPU time, not the wait)."),
              "read time.perf_counter() before and after each timed call, and keep each "
              "duration.")
+    elsewhere = {log[i]["device"] for i in reads if log[i].get("device", run["queue"])
+                 != run["queue"]}
+    if elsewhere:
+        fail(f"time_fn() recorded its events on {', '.join(sorted(elsewhere))}, but fn()'s "
+             f"work runs on {run['device']}: they time nothing of it.",
+             "make the events for the device you were given, torch.Event(device=device, "
+             "enable_timing=True), or time with time.perf_counter() and synchronize(device).")
     _expect_synchronised(run, log, reads, syncs)
     _expect_median(run, result["seconds"], hidden)
 
