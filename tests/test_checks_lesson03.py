@@ -109,17 +109,40 @@ def time_fn_with_a_timer(fn, device, warmup, repeats):
     return statistics.median(timer.repeat(repeat=repeats, number=1))
 
 
+def time_fn_with_events(fn, device, warmup, repeats):
+    """Right: device events on an accelerator (torch.Event), the clock on the CPU."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        if device.type == "cpu":
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+            continue
+        start = torch.Event(device=device, enable_timing=True)
+        end = torch.Event(device=device, enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)  # milliseconds
+    return statistics.median(times)
+
+
 @pytest.mark.parametrize("answer", [time_fn, time_fn_with_accelerator_api,
                                     time_fn_with_vendor_apis, time_fn_syncing_everywhere,
                                     time_fn_with_imported_clock, time_fn_with_timeit_repeat,
-                                    time_fn_with_a_timer],
+                                    time_fn_with_a_timer, time_fn_with_events],
                          ids=lambda f: f.__name__)
 def test_time_fn_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_time_fn, answer)
     printed = capsys.readouterr().out
     assert ("synchronises the device between fn() and every clock reading and returns the "
             "median") in printed
-    assert "cuda on a Linux machine with one NVIDIA H100; cpu on a laptop with no GPU." in printed
+    assert ("cuda on a Linux machine with one NVIDIA H100; cpu on a laptop with no GPU; cpu on a "
+            "Linux machine with one NVIDIA H100.") in printed
 
 
 def test_time_fn_visible_success_line_names_only_the_visible_machines(capsys):
@@ -131,12 +154,14 @@ def test_time_fn_visible_success_line_names_only_the_visible_machines(capsys):
 def test_time_fn_check_leaves_the_clocks_and_torch_unpatched():
     clocks = (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns,
               timeit.default_timer)
-    syncs = (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize)
+    syncs = (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize,
+             torch.cuda.Event, torch.Event)
     checks.check_time_fn(time_fn_with_imported_clock, hidden=True, seed=3)
     assert perf_counter is time.perf_counter is clocks[0]
     assert (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns,
             timeit.default_timer) == clocks
-    assert (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize) == syncs
+    assert (torch.cuda.synchronize, torch.mps.synchronize, torch.accelerator.synchronize,
+            torch.cuda.Event, torch.Event) == syncs
 
 
 # ------------------------------------------------------------------ time_fn: mistakes
@@ -170,8 +195,10 @@ def test_a_timer_that_never_synchronises():
                               "synchronises cuda")
     assert "how fast Python queues work" in message
     assert "✔ passed: cpu on a laptop with no GPU" in message
-    assert graded(checks.check_time_fn, (answer,), hidden=False, seed=0).fraction == 0.5
-    assert graded(checks.check_time_fn, (answer,), hidden=True, seed=1).fraction == 0.25
+    assert graded(checks.check_time_fn, (answer,), hidden=False, seed=0).fraction == \
+        pytest.approx(2 / 3)
+    assert graded(checks.check_time_fn, (answer,), hidden=True, seed=1).fraction == \
+        pytest.approx(2 / 5)
 
 
 def test_a_timer_that_synchronises_before_but_not_after():
@@ -219,6 +246,127 @@ def test_a_timer_whose_synchronisation_crashes_without_a_gpu(wait, api):
     assert "does nothing on the CPU" in message
 
 
+@pytest.mark.parametrize("wait, api", [
+    (lambda device: torch.accelerator.is_available() and torch.accelerator.synchronize(device),
+     "torch.accelerator.synchronize"),
+    (lambda device: torch.cuda.is_available() and torch.cuda.synchronize(device),
+     "torch.cuda.synchronize"),
+], ids=["accelerator if available", "cuda if available"])
+def test_a_sync_guarded_by_the_machine_raises_for_cpu_work_on_a_gpu_machine(wait, api):
+    """Guarded by what the machine has, not by `device`: CPU work on a GPU machine raises."""
+    message = failure(checks.check_time_fn, timer(wait=wait))
+    assert message.startswith(f"✘ cpu on a Linux machine with one NVIDIA H100: time_fn() called "
+                              f"{api}(), which raises ValueError on this machine.")
+    assert "How to fix it: synchronise with course_utils.synchronize(device), which waits for " \
+        "the work queued on the device and does nothing on the CPU" in message
+    assert "✔ passed: cuda on a Linux machine with one NVIDIA H100; cpu on a laptop" in message
+
+
+def test_the_fix_for_a_raising_accelerator_sync_does_not_recommend_it():
+    message = failure(checks.check_time_fn, timer(wait=lambda d: torch.accelerator.synchronize()))
+    fix = message.split("How to fix it: ")[1]
+    assert fix.startswith("synchronise with course_utils.synchronize(device)")
+    assert "torch.accelerator.synchronize(device) raises for a CPU device" in fix
+
+
+def time_fn_with_an_overall_clock(fn, device, warmup, repeats):
+    """Right: a reading of the clock before the warm-up, for a total it does not return."""
+    began = time.perf_counter()
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    total = time.perf_counter() - began
+    return statistics.median(times) if total >= 0 else None
+
+
+def time_fn_ending_on_cpu_time(fn, device, warmup, repeats):
+    """Wrong: the end of each call read from time.process_time, another clock."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def time_fn_with_events_read_too_early(fn, device, warmup, repeats):
+    """Wrong: elapsed_time() before the device has reached the end event."""
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def test_an_events_time_read_before_the_device_reached_it():
+    message = failure(checks.check_time_fn, time_fn_with_events_read_too_early)
+    assert message.startswith("✘ cuda on a Linux machine with one NVIDIA H100: time_fn() asked "
+                              "an event's elapsed_time() before the device had reached the end "
+                              "event, which raises on a GPU.")
+    assert "wait with end.synchronize()" in message
+
+
+def test_events_of_the_current_gpu_time_nothing_on_the_second():
+    def current_device_events(fn, device, warmup, repeats):
+        for _ in range(warmup):
+            fn()
+        synchronize(device)
+        times = []
+        for _ in range(repeats):
+            start, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            synchronize(device)
+            times.append(start.elapsed_time(end) / 1e3 if device.type != "cpu" else 0.0)
+        return statistics.median(times)
+    message = failure(checks.check_time_fn, current_device_events, hidden=True, seed=1)
+    assert "✘ cuda:1 on a server with two NVIDIA A100s: time_fn() recorded its events on " \
+        "cuda:0, but fn()'s work runs on cuda:1: they time nothing of it." in message
+
+
+def test_a_clock_reading_before_the_warm_up_is_not_taken_for_timing_it():
+    passes(checks.check_time_fn, time_fn_with_an_overall_clock)
+
+
+def test_another_clock_is_not_taken_for_timing_the_calls_together():
+    message = failure(checks.check_time_fn, time_fn_ending_on_cpu_time)
+    assert "time_fn() read the clock 5 times for 5 timed calls: the other readings came from a " \
+           "clock the check does not follow" in message
+    assert "times the calls together" not in message
+
+
+def test_a_statistic_is_named_only_where_the_value_tells_it_apart():
+    from course_utils.checks.framework import CheckFailure
+    from course_utils.checks.lesson03.time_fn_rules import _expect_median
+
+    run = {"warmup": 0, "repeats": 3, "launch_s": 0.0, "work_s": [0.001, 0.002, 0.05]}
+    with pytest.raises(CheckFailure) as raised:
+        _expect_median(run, 0.001, hidden=True)
+    assert str(raised.value).startswith("time_fn() returned the fastest and the first of the "
+                                        "timed calls.")
+    for inputs in (checks.check_time_fn.make_inputs(seed, True) for seed in HIDDEN_SEEDS):
+        for case in inputs["cases"]:
+            timed = case["work_s"][case["warmup"]:]
+            assert 0 < timed.index(min(timed)) < len(timed) - 1
+
+
 def test_torch_cuda_synchronize_on_a_mac_fails_the_hidden_part():
     def cuda_wait(device):
         if device.type != "cpu":
@@ -230,6 +378,9 @@ def test_torch_cuda_synchronize_on_a_mac_fails_the_hidden_part():
 @pytest.mark.parametrize("summary, hint", [
     (statistics.fmean, "returned the mean of the timed calls"),
     (min, "returned the fastest of the timed calls"),
+    (max, "returned the slowest of the timed calls"),
+    (lambda times: times[0], "returned the first of the timed calls"),
+    (lambda times: times[-1], "returned the last of the timed calls"),
     (sum, "returned the sum of the timed calls"),
     (lambda times: 1e3 * statistics.median(times), "returned the median in milliseconds"),
 ])
@@ -239,7 +390,7 @@ def test_a_timer_returning_another_statistic(summary, hint):
 
 
 def test_a_wrong_time_in_a_hidden_case_does_not_reveal_the_expected_value():
-    answer = timer(summary=lambda times: times[0])
+    answer = timer(summary=lambda times: times[0] + times[-1])
     visible = failure(checks.check_time_fn, answer)
     assert "expected about" in visible
     for seed in HIDDEN_SEEDS:
@@ -303,7 +454,7 @@ def test_time_fn_hidden_inputs_follow_the_seed_and_have_a_slow_call():
     assert len({str(inputs) for inputs in made}) > 1
     for inputs in made:
         devices = sorted(run["device"] for run in inputs["cases"])
-        assert devices == ["cpu", "cuda", "cuda:1", "mps"]
+        assert devices == ["cpu", "cpu", "cuda", "cuda:1", "mps"]
         for run in inputs["cases"]:
             timed = run["work_s"][run["warmup"]:]
             assert statistics.fmean(timed) > 1.1 * statistics.median(timed)
@@ -338,13 +489,32 @@ def crossover_with_numpy(sizes, cpu_times, acc_times):
     return np.asarray(sizes)[first] if first < len(sizes) else None
 
 
+def crossover_with_a_flag_list(sizes, cpu_times, acc_times):
+    """Right: a list of wins, then the last loss found with a reversed index."""
+    wins = [acc < cpu for cpu, acc in zip(cpu_times, acc_times, strict=True)]
+    if not wins[-1]:
+        return None
+    last_loss = max((i for i, win in enumerate(wins) if not win), default=-1)
+    return sizes[last_loss + 1]
+
+
+def crossover_with_a_while_loop(sizes, cpu_times, acc_times):
+    """Right: a while loop from the end, on tuples of numbers (any sequence works)."""
+    sizes, cpu_times, acc_times = tuple(sizes), tuple(cpu_times), tuple(acc_times)
+    index = len(sizes)
+    while index > 0 and acc_times[index - 1] < cpu_times[index - 1]:
+        index -= 1
+    return sizes[index] if index < len(sizes) else None
+
+
 @pytest.mark.parametrize("answer", [crossover, crossover_from_the_end, crossover_with_all,
-                                    crossover_with_numpy], ids=lambda f: f.__name__)
+                                    crossover_with_numpy, crossover_with_a_flag_list,
+                                    crossover_with_a_while_loop], ids=lambda f: f.__name__)
 def test_crossover_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_crossover, answer)
     printed = capsys.readouterr().out
     assert "a clean crossing → 128; an accelerator that is never faster → None; one noisy " \
-           "point → 128." in printed
+           "point → 128; a tie just before the crossing → 256." in printed
     assert "a sweep that crosses back;" in printed or "a sweep that crosses back." in printed
 
 
@@ -397,17 +567,17 @@ def crossover_as_text(sizes, cpu_times, acc_times):
 
 @pytest.mark.parametrize("answer, hint, share", [
     (crossover_first_win, ("crossover() returned 32, but the accelerator is slower again at "
-                           "64: a faster point followed by slower ones is noise"), 2 / 3),
+                           "64: a faster point followed by slower ones is noise"), 3 / 4),
     (crossover_index, ("which is not one of the sizes: it looks like the position in the list; "
-                       "return sizes[3]"), 1 / 3),
+                       "return sizes[3]"), 1 / 4),
     (crossover_raising_when_never, ("when the accelerator never stays faster up to the largest "
-                                    "size, return None"), 2 / 3),
+                                    "size, return None"), 3 / 4),
     (crossover_the_wrong_way_round, "where the accelerator is slower than the CPU", 0),
     (crossover_one_too_late, "but the accelerator is already faster at 128, the size before it",
-     1 / 3),
-    (crossover_never_none, "crossover() returned 1024, where the accelerator is slower", 2 / 3),
+     1 / 4),
+    (crossover_never_none, "crossover() returned 1024, where the accelerator is slower", 3 / 4),
     (crossover_always_none, ("crossover() returned None, but the accelerator stays faster from "
-                             "some size on"), 1 / 3),
+                             "some size on"), 1 / 4),
     (crossover_as_text, "crossover() returned str", 0),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_crossover_mistakes(answer, hint, share):
@@ -417,8 +587,11 @@ def test_crossover_mistakes(answer, hint, share):
         pytest.approx(share)
 
 
-def test_crossover_ties_fail_the_hidden_part_only():
-    checks.check_crossover(crossover_with_ties)
+def test_crossover_ties_fail_the_visible_check_too():
+    """The visible check has a tie, so `<=` does not get a tick there and lose points later."""
+    visible = failure(checks.check_crossover, crossover_with_ties)
+    assert "✘ a tie just before the crossing: crossover() returned 128, where both took the " \
+        "same time" in visible
     message = failure(checks.check_crossover, crossover_with_ties, hidden=True, seed=1)
     assert "where both took the same time: equal is not faster" in message
     assert graded(checks.check_crossover, (crossover_with_ties,), hidden=True,

@@ -171,9 +171,61 @@ def largest_with_numpy_sizes(step, start):
         batch_size = np.right_shift(batch_size, 1)
 
 
+def largest_checking_the_message(step, start):
+    """Right, the older idiom: catch RuntimeError, re-raise unless it says out of memory."""
+    batch_size = start
+    while batch_size >= 1:
+        try:
+            step(batch_size)
+            return batch_size
+        except RuntimeError as error:
+            if "out of memory" not in str(error) or batch_size == 1:
+                raise
+        torch.cuda.empty_cache()  # what many learners add; a no-op without CUDA
+        batch_size = batch_size // 2
+    raise AssertionError("not reached")
+
+
+def largest_with_the_cuda_name(step, start):
+    """Right: torch.cuda.OutOfMemoryError is the same class; a for loop over the halvings."""
+    sizes = [start >> shift for shift in range(start.bit_length())]
+    for batch_size in sizes:
+        try:
+            step(batch_size)
+        except torch.cuda.OutOfMemoryError:
+            if batch_size == sizes[-1]:
+                raise
+            continue
+        return batch_size
+    return None
+
+
+def largest_never_trying_one(step, start):
+    """Wrong: `while batch_size > 1` gives up before trying a batch of 1."""
+    batch_size = start
+    while batch_size > 1:
+        try:
+            step(batch_size)
+            return batch_size
+        except torch.OutOfMemoryError:
+            pass
+        batch_size //= 2
+    raise RuntimeError("nothing fits")
+
+
+def test_giving_up_before_a_batch_of_one():
+    message = failure(checks.check_largest_batch_size, largest_never_trying_one)
+    assert "When nothing fits (from 8), largest_batch_size() tried [8, 4, 2] before raising" \
+        in message
+    assert "halve after each failure down to 1, then raise" in message
+    assert graded(checks.check_largest_batch_size, (largest_never_trying_one,), hidden=True,
+                  seed=1).fraction < 1
+
+
 @pytest.mark.parametrize("answer", [largest_batch_size, largest_with_course_helper,
                                     largest_with_a_flag, largest_with_continue,
-                                    largest_with_suppress, largest_with_numpy_sizes],
+                                    largest_with_suppress, largest_with_numpy_sizes,
+                                    largest_checking_the_message, largest_with_the_cuda_name],
                          ids=lambda f: f.__name__)
 def test_largest_batch_size_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_largest_batch_size, answer)
@@ -221,9 +273,26 @@ def test_halving_with_a_slash_gives_floats():
     assert "halve with `batch_size // 2`" in message
 
 
-def test_a_loop_that_never_stops_is_named():
-    message = failure(checks.check_largest_batch_size, largest_never_stopping)
-    assert "called step() 30 times without stopping" in message
+def largest_subtracting_one(step, start):
+    """Wrong: one less after each failure instead of half."""
+    batch_size = start
+    while True:
+        try:
+            step(batch_size)
+            return batch_size
+        except torch.OutOfMemoryError:
+            if batch_size == 1:
+                raise
+        batch_size -= 1
+
+
+@pytest.mark.parametrize("answer, tried", [
+    (largest_never_stopping, "it tried 8, 4, 2, 1, 1, ..., 1."),
+    (largest_subtracting_one, "it tried 512, 511, 510, 509, 508, ..., 483."),
+])
+def test_a_loop_that_never_stops_is_named(answer, tried):
+    message = failure(checks.check_largest_batch_size, answer)
+    assert "called step() 30 times without stopping: " + tried in message
     assert "stop after trying 1" in message
 
 
@@ -384,8 +453,120 @@ def accumulation_not_done(model, loss_fn, optimizer, micro_batches, accumulation
     raise NotImplementedError()
 
 
+def accumulate_dividing_the_gradients(model, loss_fn, optimizer, micro_batches,
+                                      accumulation_steps):
+    """Right: unscaled losses, the summed gradients divided by the group's size before step()."""
+    steps = 0
+    for start in range(0, len(micro_batches), accumulation_steps):
+        group = micro_batches[start:start + accumulation_steps]
+        for inputs, targets in group:
+            torch.autograd.backward(loss_fn(model(inputs), targets))
+        for parameter in model.parameters():
+            parameter.grad /= len(group)
+        optimizer.step()
+        for parameter in model.parameters():
+            parameter.grad = None  # zeroed by hand, as zero_grad() does
+        steps += 1
+    return steps
+
+
+def accumulate_keeping_zeroed_tensors(model, loss_fn, optimizer, micro_batches,
+                                      accumulation_steps):
+    """Right: zero_grad(set_to_none=False), a loss scaled with .div(), a step after the loop."""
+    pending, steps = 0, 0
+    for i, (inputs, targets) in enumerate(micro_batches):
+        size = min(accumulation_steps, len(micro_batches) - i // accumulation_steps
+                   * accumulation_steps)
+        loss_fn(model(inputs), targets).div(size).backward()
+        pending += 1
+        if pending == accumulation_steps:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=False)
+            pending, steps = 0, steps + 1
+    if pending:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=False)
+        steps += 1
+    return steps
+
+
+def accumulate_with_numpy_groups(model, loss_fn, optimizer, micro_batches,
+                                 accumulation_steps):
+    """Right: groups from np.array_split over the positions; a weighted loss per micro-batch."""
+    groups = np.array_split(np.arange(len(micro_batches)),
+                            range(accumulation_steps, len(micro_batches), accumulation_steps))
+    for group in groups:
+        weight = 1.0 / len(group)
+        for position in group:
+            inputs, targets = micro_batches[position]
+            (weight * loss_fn(model(inputs), targets)).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return len(groups)
+
+
+def extra_step_after_the_loop(model, loss_fn, optimizer, micro_batches, accumulation_steps):
+    """Wrong: a step after the loop even when no smaller group is left."""
+    n, steps = len(micro_batches), 0
+    for i, (inputs, targets) in enumerate(micro_batches):
+        group_size = min(accumulation_steps, n - i // accumulation_steps * accumulation_steps)
+        (loss_fn(model(inputs), targets) / group_size).backward()
+        if (i + 1) % accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            steps += 1
+    optimizer.step()  # for the last, smaller group, if any
+    optimizer.zero_grad()
+    return steps + 1
+
+
+def returning_the_full_groups(model, loss_fn, optimizer, micro_batches, accumulation_steps):
+    """Wrong: the number of full groups, not of steps."""
+    train_with_accumulation(model, loss_fn, optimizer, micro_batches, accumulation_steps)
+    return len(micro_batches) // accumulation_steps
+
+
+def test_an_extra_step_without_gradients_is_named():
+    message = failure(checks.check_train_with_accumulation, extra_step_after_the_loop,
+                      hidden=True, seed=1)
+    assert "optimizer.step() ran once more after the last group, with no gradients" in message
+    assert "step after the loop only when a smaller group is left" in message
+    checks.check_train_with_accumulation(extra_step_after_the_loop)  # 5 in 2s: right there
+
+
+def divided_by_k_and_zeroed_by_hand(model, loss_fn, optimizer, micro_batches,
+                                    accumulation_steps):
+    """Wrong in the last, smaller group (divided by k); gradients zeroed by hand, so no
+    zero_grad() call is seen."""
+    steps = 0
+    for start in range(0, len(micro_batches), accumulation_steps):
+        for inputs, targets in micro_batches[start:start + accumulation_steps]:
+            (loss_fn(model(inputs), targets) / accumulation_steps).backward()
+        optimizer.step()
+        for parameter in model.parameters():
+            parameter.grad = None
+        steps += 1
+    return steps
+
+
+def test_gradients_zeroed_by_hand_are_not_taken_for_a_leak():
+    """No zero_grad() call is seen, but the gradients say what went wrong."""
+    message = failure(checks.check_train_with_accumulation, divided_by_k_and_zeroed_by_hand)
+    assert "At optimizer step 3, the last group has 1 micro-batch(es), but their losses were " \
+        "divided by accumulation_steps=2" in message
+    assert "previous group's gradients" not in message
+
+
+def test_returning_the_number_of_full_groups():
+    message = failure(checks.check_train_with_accumulation, returning_the_full_groups)
+    assert "returned 2 after 3 optimizer steps" in message
+
+
 @pytest.mark.parametrize("answer", [train_with_accumulation, accumulate_in_one_loop,
-                                    accumulate_zeroing_at_group_start],
+                                    accumulate_zeroing_at_group_start,
+                                    accumulate_dividing_the_gradients,
+                                    accumulate_keeping_zeroed_tensors,
+                                    accumulate_with_numpy_groups],
                          ids=lambda f: f.__name__)
 def test_accumulation_right_answers_keep_full_marks(answer, capsys):
     passes(checks.check_train_with_accumulation, answer)

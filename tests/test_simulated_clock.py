@@ -86,3 +86,63 @@ def test_a_loop_waiting_for_the_clock_is_stopped():
     with SimulatedMachine(machines.CPU), SimulatedClock(limit=100), pytest.raises(StopProbe):
         while time.perf_counter() < 1e9:
             pass
+
+
+@pytest.mark.parametrize("spec, call, error", [
+    (machines.CUDA, lambda: torch.accelerator.synchronize(torch.device("cpu")),
+     "cpu doesn't match the current accelerator cuda."),
+    (machines.MPS, lambda: torch.accelerator.synchronize("cuda"),
+     "cuda doesn't match the current accelerator mps."),
+    (machines.CUDA, lambda: torch.cuda.synchronize(torch.device("cpu")),
+     "Expected a cuda device, but got: cpu"),
+])
+def test_synchronising_a_device_of_another_type_raises_as_torch_does(spec, call, error):
+    """torch's own checks: a CPU device given to an accelerator's synchronize() is refused."""
+    log = []
+    with SimulatedMachine(spec), SimulatedClock(log), pytest.raises(ValueError) as raised:
+        call()
+    assert str(raised.value) == error and log[-1]["device"] is None
+
+
+def test_a_device_without_index_means_the_current_gpu():
+    log = []
+    with SimulatedMachine(machines.TWO_GPUS), SimulatedClock(log, start=0.0) as clock:
+        torch.cuda.set_device(1)
+        clock.launch("cuda:1", 1.0)
+        torch.cuda.synchronize("cuda")
+        assert clock.now == 1.0
+    assert log[-1]["device"] == "cuda:1"
+
+
+def test_clocks_bound_in_a_functions_defaults_and_closure_are_replaced_then_restored():
+    def make(read=time.perf_counter):
+        def timer(clock=time.monotonic, *, other=time.time):
+            return read(), clock(), other()
+        return timer
+    timer = make()
+    with SimulatedMachine(machines.CPU), SimulatedClock(start=5.0, functions=[timer, len]):
+        assert timer() == (5.0, 5.0, 5.0)
+    assert timer.__defaults__ == (time.monotonic,) and timer.__kwdefaults__ == {
+        "other": time.time} and timer.__closure__[0].cell_contents is time.perf_counter
+
+
+def test_device_events_record_when_the_device_reaches_them():
+    log = []
+    with SimulatedMachine(machines.TWO_GPUS), SimulatedClock(log, start=0.0) as clock:
+        start, end = torch.cuda.Event(enable_timing=True), torch.Event(enable_timing=True)
+        clock.launch("cuda:0", 1.0)
+        start.record()                       # behind the queued second
+        clock.launch("cuda:0", 2.0)
+        end.record()
+        with pytest.raises(RuntimeError, match="completed"):
+            start.elapsed_time(end)          # the device is not there yet
+        end.synchronize()
+        assert clock.now == 3.0 and start.elapsed_time(end) == 2000.0
+    assert [event["event"] for event in log] == ["clock", "clock", "unfinished", "sync"]
+    assert torch.cuda.Event is not start.__class__
+
+
+@pytest.mark.parametrize("spec, device", [(machines.CPU, None), (machines.CUDA, "cpu")])
+def test_cpu_events_are_refused_as_torch_refuses_them(spec, device):
+    with SimulatedMachine(spec), SimulatedClock(), pytest.raises(RuntimeError, match="cpu"):
+        torch.Event(device=device, enable_timing=True).record()

@@ -24,6 +24,7 @@ from .instruments import (
     StopAfter,
     TrackedBatches,
     meta_generators,
+    meta_recorder,
     patched,
     track_moves,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "error_facts",
     "fingerprint",
     "meta_generators",
+    "meta_recorder",
     "observe_structure",
     "optimizer_state_values",
     "parameter_values",

@@ -6,7 +6,9 @@
   inputs arrived;
 * :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
 * :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them;
-* :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in).
+* :func:`meta_recorder` -- on meta tensors, copies to the host and one-example indexing;
+* :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in),
+  and ``torch.randperm`` refuses a generator of another device, as a GPU's does.
 """
 from .facts import StopProbe, type_name
 
@@ -167,16 +169,57 @@ class TrackedBatches:
             yield tuple(track_moves(item, self.moves) for item in batch)
 
 
-def meta_generators():
-    """A :class:`patched` entry: ``torch.Generator(device=x.device)`` on meta data gives a CPU
-    generator, with which ``torch.randperm(..., device="meta")`` draws; meta has none of its own.
+def _copies_to_host(func, args, kwargs):
+    """Whether a torch call on a meta tensor asks for its values on the host."""
+    import torch
 
-    Right on a GPU (the generator lives where the data are), so a meta stand-in for a GPU must
-    accept it. ``isinstance(g, torch.Generator)`` stays true for every generator.
+    name = getattr(func, "__name__", "")
+    if name in ("cpu", "tolist", "item", "numpy", "__int__", "__float__", "__index__",
+                "__bool__"):
+        return True
+    return name == "to" and any(isinstance(a, (str, torch.device)) and
+                                torch.device(a).type == "cpu"
+                                for a in [*args[1:], *kwargs.values()])
+
+
+def meta_recorder():
+    """A torch function mode that records, for calls on meta tensors (a GPU's stand-in),
+    ``host``: the copies to the host asked for ('.cpu()', '.item()', ...), and ``single``: how
+    many results have fewer dimensions than their input (``data[i]``, one example at a time)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Recorder(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.host, self.single = [], 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            import torch
+
+            kwargs = kwargs or {}
+            meta = bool(args) and isinstance(args[0], torch.Tensor) \
+                and args[0].device.type == "meta"
+            if meta and _copies_to_host(func, args, kwargs):
+                self.host.append(f".{getattr(func, '__name__', '')}()")
+            out = func(*args, **kwargs)
+            if meta and isinstance(out, torch.Tensor) and out.ndim < args[0].ndim:
+                self.single += 1
+            return out
+
+    return Recorder()
+
+
+def meta_generators():
+    """:class:`patched` entries for meta data standing in for a GPU's. ``torch.Generator(
+    device=x.device)`` on meta gives a CPU generator, with which ``torch.randperm(...,
+    device="meta")`` draws: right on a GPU (the generator lives where the data are), so the
+    stand-in must accept it. ``torch.randperm`` then refuses a generator of another device, as
+    a GPU's does (``randperm(n, generator=cpu_generator, device="cuda")`` raises).
+    ``isinstance(g, torch.Generator)`` stays true for every generator.
     """
     import torch
 
-    real = torch.Generator
+    real, real_randperm, on_device = torch.Generator, torch.randperm, set()
 
     class KeepsType(type(real)):
         def __instancecheck__(cls, obj):
@@ -184,6 +227,20 @@ def meta_generators():
 
     class Generator(real, metaclass=KeepsType):
         def __new__(cls, device="cpu"):
-            return real("cpu" if torch.device(device).type == "meta" else device)
+            if torch.device(device).type != "meta":
+                return real(device)
+            generator = real("cpu")
+            on_device.add(id(generator))
+            return generator
 
-    return (torch, "Generator", Generator)
+    def randperm(*args, **kwargs):
+        generator, device = kwargs.get("generator"), kwargs.get("device")
+        wanted = "meta" if device is not None and torch.device(device).type == "meta" else "cpu"
+        if generator is not None and (id(generator) in on_device) != (wanted == "meta"):
+            found = "cpu" if wanted == "meta" else "cuda"
+            raise RuntimeError(f"Expected a '{'cuda' if wanted == 'meta' else 'cpu'}' device "
+                               f"type for generator but found '{found}' (on a GPU; the check "
+                               "stands in for one with the meta device)")
+        return real_randperm(*args, **kwargs)
+
+    return [(torch, "Generator", Generator), (torch, "randperm", randperm)]

@@ -8,8 +8,9 @@ class SimulatedClock:
 
     While active, ``time.perf_counter``, ``time.time``, ``time.monotonic``, their ``_ns``
     forms, ``timeit.default_timer`` and a ``timeit.Timer`` built on any of them (as
-    ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads
-    get the real time); ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
+    ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads get
+    the real time), and ``torch.cuda.Event``/``torch.Event`` record when the device reaches
+    them; ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
     ``torch.accelerator.synchronize`` first answer as the active :class:`SimulatedMachine`
     would (raising where it raises), then wait for that device's queued work. The probe
     spends time with :meth:`cpu` (the CPU works before returning) and :meth:`launch` (work
@@ -19,16 +20,19 @@ class SimulatedClock:
     (device None when the call raised); past ``limit`` entries a :class:`StopProbe` ends
     the learner's code, so a loop waiting for this clock cannot hang. ``namespaces`` (e.g.
     the learner's function's ``__globals__``) get the simulated clocks too, in place of names
-    bound to the real ones (``from time import perf_counter``).
+    bound to the real ones (``from time import perf_counter``); so do the defaults and the
+    closure of each of ``functions`` (``def f(..., clock=time.perf_counter)``), and their
+    globals.
     """
 
     CLOCKS = ("perf_counter", "time", "monotonic")
 
-    def __init__(self, log=None, start=1000.0, limit=5000, namespaces=()):
+    def __init__(self, log=None, start=1000.0, limit=5000, namespaces=(), functions=()):
         self.now, self.busy_until = float(start), {}
         self.log = [] if log is None else log
         self.limit, self.namespaces = limit, list(namespaces)
-        self._patch, self._renamed = None, []
+        self.functions = [f for f in functions if hasattr(f, "__code__")]
+        self._patch, self._undo = None, []
 
     def cpu(self, seconds):
         self.now += seconds
@@ -95,18 +99,89 @@ class SimulatedClock:
 
         self._patch = patched(clocks + [
             (timeit.Timer, "__init__", simulated_timer),
+            (torch.cuda, "Event", self._event_class(cuda)),
+            (torch, "Event", self._event_class(accelerator)),
             sync(torch.cuda, "torch.cuda.synchronize", cuda),
             sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
             sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()
-        for namespace in self.namespaces:
-            for key, value in list(namespace.items()):
-                if id(value) in simulated:
-                    self._renamed.append((namespace, key, value))
-                    namespace[key] = simulated[id(value)]
+        self._rebind_learner(simulated)
         return self
 
+    def _event_class(self, which):
+        """torch.cuda.Event / torch.Event on this clock: record() marks the moment the device
+        reaches it in its queue, elapsed_time() is in milliseconds, as torch's."""
+        clock = self
+
+        class Event:
+            def __init__(self, device=None, enable_timing=False, blocking=False,
+                         interprocess=False):
+                if isinstance(device, bool):  # torch.cuda.Event(enable_timing, ...) by position
+                    device, enable_timing = None, device
+                self.device, self.enable_timing, self.at, self.queue = device, enable_timing, \
+                    None, None
+
+            def record(self, stream=None):
+                import torch
+
+                kind = torch.device(self.device).type if self.device is not None else (
+                    getattr(torch.accelerator.current_accelerator(), "type", "cpu"))
+                if kind == "cpu":
+                    raise RuntimeError("cpu backend doesn't support events.")  # torch's words
+                self.queue = which(self.device)
+                self.at = max(clock.now, clock.busy_until.get(self.queue, clock.now))
+                clock._note({"event": "clock", "pending": [], "api": "Event.record",
+                             "device": self.queue})
+
+            def query(self):
+                return self.at is not None and clock.now >= self.at
+
+            def synchronize(self):
+                clock._note({"event": "sync", "api": "Event.synchronize", "device": self.queue})
+                clock.now = max(clock.now, self.at or clock.now)
+
+            def wait(self, stream=None):
+                pass
+
+            def elapsed_time(self, end):
+                if not (self.enable_timing and end.enable_timing):
+                    raise RuntimeError("Both events must be created with argument "
+                                       "'enable_timing=True'.")
+                if not (self.query() and end.query()):
+                    clock._note({"event": "unfinished", "api": "Event.elapsed_time"})
+                    raise RuntimeError("Both events must be recorded and completed before "
+                                       "calculating elapsed time.")
+                return (end.at - self.at) * 1e3
+
+        return Event
+
+    def _rebind_learner(self, simulated):
+        """The simulated clocks in place of real ones bound in the learner's code."""
+        namespaces = self.namespaces + [f.__globals__ for f in self.functions] \
+            + [f.__kwdefaults__ for f in self.functions if f.__kwdefaults__]
+        for namespace in {id(namespace): namespace for namespace in namespaces}.values():
+            for key, value in list(namespace.items()):
+                self._rebind(simulated, value, lambda v, ns=namespace, k=key: ns.update({k: v}))
+        for function in self.functions:
+            for cell in function.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # a cell not filled yet
+                    continue
+                self._rebind(simulated, value,
+                             lambda v, cell=cell: setattr(cell, "cell_contents", v))
+            defaults = function.__defaults__ or ()
+            if any(id(value) in simulated for value in defaults):
+                self._rebind({id(defaults): tuple(simulated.get(id(v), v) for v in defaults)},
+                             defaults, lambda v, f=function: setattr(f, "__defaults__", v))
+
+    def _rebind(self, simulated, value, put):
+        """Put the simulated clock where ``value``, a real one, was; undone on exit."""
+        if id(value) in simulated:
+            put(simulated[id(value)])
+            self._undo.append(lambda: put(value))
+
     def __exit__(self, *exc_info):
-        for namespace, key, value in reversed(self._renamed):
-            namespace[key] = value
-        self._renamed.clear()
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
         return self._patch.__exit__(*exc_info)

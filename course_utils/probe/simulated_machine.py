@@ -31,7 +31,8 @@ class SimulatedMachine:
             return self._current
         if isinstance(device, int):
             return device
-        return torch.device(device).index or 0
+        index = torch.device(device).index
+        return self._current if index is None else index
 
     def _gpu(self, device=None) -> dict:
         """The spec of the GPU ``device`` names (the current one by default), as CUDA refuses."""
@@ -41,6 +42,29 @@ class SimulatedMachine:
         if not 0 <= index < len(gpus):
             raise RuntimeError("Invalid device id")  # what CUDA says for cuda:N, N too big
         return gpus[index]
+
+    def _cuda_synchronize(self, device=None):
+        import torch
+
+        if not self.spec["gpus"]:
+            self._gpu()  # raises first, as torch's lazy initialisation does
+        if isinstance(device, (str, torch.device)) and torch.device(device).type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {device}")  # torch's words
+        self._gpu(device)
+
+    def _accelerator_synchronize(self, device=None):
+        import torch
+
+        accelerator = "cuda" if self.spec["gpus"] else ("mps" if self.spec["mps"] else None)
+        if accelerator is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        kind = torch.device(device).type if isinstance(device, (str, torch.device)) \
+            else accelerator
+        if kind != accelerator:  # torch's words for a device of another type
+            raise ValueError(f"{kind} doesn't match the current accelerator "
+                             f"{torch.device(accelerator)}.")
+        if accelerator == "cuda":
+            self._gpu(device)
 
     def _answers(self):
         import types
@@ -93,7 +117,7 @@ class SimulatedMachine:
                     bool(gpus) and (gpu()["major"] >= 8 or bool(including_emulation))),
                 "is_initialized": lambda: False,
                 "init": nothing,
-                "synchronize": lambda device=None: (gpu(device), None)[1],
+                "synchronize": self._cuda_synchronize,
                 "mem_get_info": memory_info,
                 "memory_allocated": zero, "memory_reserved": zero,
                 "max_memory_allocated": zero, "max_memory_reserved": zero,
@@ -122,8 +146,7 @@ class SimulatedMachine:
                 "current_device_index": lambda: self._current if accelerator else -1,
                 "current_device_idx": lambda: self._current if accelerator else -1,
                 "set_device_index": set_device, "set_device_idx": set_device,
-                "synchronize": requires(accelerator, "Cannot access accelerator device when "
-                                        "none is available."),
+                "synchronize": self._accelerator_synchronize,
                 "empty_cache": nothing,
             },
         }

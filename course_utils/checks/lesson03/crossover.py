@@ -12,6 +12,7 @@ VISIBLE = [  # (what the sweep shows, accelerator times)
     ("a clean crossing", [2.1e-5, 2.2e-5, 5.1e-5, 6.3e-5, 9.8e-5, 4.1e-4, 2.9e-3]),
     ("an accelerator that is never faster", [9e-5, 1e-4, 1.6e-4, 6e-4, 4e-3, 3e-2, 0.2]),
     ("one noisy point", [2.1e-5, 9e-6, 5.1e-5, 6.3e-5, 9.8e-5, 4.1e-4, 2.9e-3]),
+    ("a tie just before the crossing", [2.1e-5, 2.2e-5, 5.1e-5, 2.4e-4, 9.8e-5, 4.1e-4, 2.9e-3]),
 ]
 PATTERNS = ["a clean crossing", "an accelerator that is never faster", "one noisy point",
             "a sweep that crosses back", "an accelerator faster from the start",

@@ -9,9 +9,11 @@ from ..framework import case, check, expect_not_a_stub
 from .time_fn_rules import verify
 
 VISIBLE = [(machines.CUDA, "cuda", [0.004, 0.003, 0.002, 0.0021, 0.0019, 0.05, 0.0022]),
-           (machines.CPU, "cpu", [0.003, 0.001, 0.0012, 0.09, 0.0011, 0.0013, 0.0014])]
+           (machines.CPU, "cpu", [0.003, 0.001, 0.0012, 0.09, 0.0011, 0.0013, 0.0014]),
+           (machines.CUDA, "cpu", [0.004, 0.002, 0.0029, 0.0031, 0.06, 0.0027, 0.0033])]
+# Where the device argument matters: a Mac, a second GPU, CPU work on a machine with a GPU.
 HIDDEN = [(machines.CUDA, "cuda"), (machines.MPS, "mps"), (machines.TWO_GPUS, "cuda:1"),
-          (machines.CPU, "cpu")]
+          (machines.CPU, "cpu"), (machines.CUDA, "cpu")]
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -23,6 +25,11 @@ def make_inputs(seed: int, hidden: bool) -> dict:
         warmup, repeats = rng.randint(1, 4), rng.randint(4, 9)
         work = [round(rng.uniform(0.001, 0.005), 6) for _ in range(warmup + repeats)]
         work[warmup + rng.randrange(repeats)] = 0.05  # one slow call: mean and median differ
+        timed = work[warmup:]
+        fastest = timed.index(min(timed))
+        middle = rng.randrange(1, repeats - 1)  # the fastest is neither the first nor the last
+        timed[fastest], timed[middle] = timed[middle], timed[fastest]
+        work[warmup:] = timed
         cases.append(_case(spec, device, warmup, repeats, work))
     return {"cases": cases}
 
@@ -41,7 +48,7 @@ def probe(time_fn, inputs):
 
     def observe(run):
         log = []
-        clock = SimulatedClock(log, namespaces=[getattr(time_fn, "__globals__", {})])
+        clock = SimulatedClock(log, functions=[time_fn])
 
         def fn():  # the first call pays for start-up; a device queues the work, the CPU does it
             calls = sum(event["event"] == "work" for event in log)

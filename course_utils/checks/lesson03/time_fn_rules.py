@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import statistics
+from itertools import pairwise
 
 from ..framework import expect_close, expect_no_error, fail
 
-SYNC = ("course_utils.synchronize(device) (or torch.accelerator.synchronize(device)), which "
-        "waits for the work queued on any accelerator and does nothing on the CPU")
+SYNC = ("course_utils.synchronize(device), which waits for the work queued on the device and "
+        "does nothing on the CPU (torch.accelerator.synchronize(device) raises for a CPU device, "
+        "and on a machine without an accelerator)")
 
 
 def verify(run: dict, result: dict, hidden: bool) -> None:
@@ -20,6 +22,10 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
     if error and syncs and syncs[-1]["device"] is None:  # the synchronisation itself raised
         fail(f"time_fn() called {syncs[-1]['api']}(), which raises {error['type']} on "
              "this machine.", f"synchronise with {SYNC}.")
+    if error and log and log[-1]["event"] == "unfinished":  # as CUDA refuses it
+        fail("time_fn() asked an event's elapsed_time() before the device had reached the end "
+             "event, which raises on a GPU.", "after end.record(), wait with end.synchronize() "
+             "(or course_utils.synchronize(device)), then call start.elapsed_time(end).")
     expect_no_error(error, "time_fn()", where=where)
     if result["seconds"] is None:
         kind = result["returned"]["type"]
@@ -32,7 +38,8 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
         fail("time_fn() never read a clock that the check follows (time.perf_counter, "
              "time.time, time.monotonic, their _ns forms or timeit.default_timer).",
              "time each call with time.perf_counter(), before and after it.")
-    if sum(index < reads[0] for index in works) < warmup:
+    right_value = _is_a_median(run, result["seconds"])
+    if sum(index < reads[0] for index in works) < warmup and not right_value:
         fail("time_fn() started the clock after "
              f"{sum(index < reads[0] for index in works)} call(s) of fn(), with warmup={warmup}: "
              "it skips the warm-up. The first calls pay for start-up (on a GPU the CUDA context "
@@ -42,30 +49,57 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
         fail(f"time_fn() called fn() {len(works)} times; with warmup={warmup} and "
              f"repeats={repeats} that is {warmup + repeats} calls.", steps)
     if len(reads) < repeats + 1:
-        fail(f"time_fn() read the clock {len(reads)} times for {repeats} timed calls: "
-             "it times the calls together, but a median needs one time per call.",
-             "read the clock before and after each timed call, and keep each duration.")
+        together = any(sum(a < work < b for work in works) > 1 for a, b in pairwise(reads))
+        fail(f"time_fn() read the clock {len(reads)} times for {repeats} timed calls: " + (
+             "it times the calls together, but a median needs one time per call." if together
+             else "the other readings came from a clock the check does not follow (say "
+             "time.process_time, which counts this process's CPU time, not the wait)."),
+             "read time.perf_counter() before and after each timed call, and keep each "
+             "duration.")
+    elsewhere = {log[i]["device"] for i in reads if log[i].get("device", run["queue"])
+                 != run["queue"]}
+    if elsewhere:
+        fail(f"time_fn() recorded its events on {', '.join(sorted(elsewhere))}, but fn()'s "
+             f"work runs on {run['device']}: they time nothing of it.",
+             "make the events for the device you were given, torch.Event(device=device, "
+             "enable_timing=True), or time with time.perf_counter() and synchronize(device).")
     _expect_synchronised(run, log, reads, syncs)
     _expect_median(run, result["seconds"], hidden)
 
 
-def _expect_median(run: dict, value: float, hidden: bool) -> None:
+def _timed(run: dict) -> list[float]:
     start = run["warmup"]
-    times = [run["launch_s"] + work for work in run["work_s"][start:start + run["repeats"]]]
-    medians = (statistics.median(times), statistics.median_low(times),
-               statistics.median_high(times))  # an even count has two middle values
-    if any(abs(value - median) <= 1e-9 + 1e-6 * median for median in medians):
+    return [run["launch_s"] + work for work in run["work_s"][start:start + run["repeats"]]]
+
+
+def _same(value: float, other: float) -> bool:
+    return abs(value - other) <= 1e-9 + 1e-6 * abs(other)
+
+
+def _is_a_median(run: dict, value: float | None) -> bool:
+    times = _timed(run)  # an even count has two middle values: either, or their mean
+    return value is not None and any(_same(value, median) for median in (
+        statistics.median(times), statistics.median_low(times), statistics.median_high(times)))
+
+
+def _expect_median(run: dict, value: float, hidden: bool) -> None:
+    if _is_a_median(run, value):
         return
-    for what, other, fix in [
-            ("the mean", statistics.fmean(times), ("one slow call (another process, a page "
-                                                   "fault) pulls the mean up; the median "
-                                                   "ignores it: statistics.median(times).")),
-            ("the fastest", min(times), "return the median, statistics.median(times)."),
-            ("the sum", sum(times), "return the median of the per-call times, not their sum."),
-            ("the median in milliseconds", 1e3 * medians[0], "return seconds.")]:
-        if abs(value - other) <= 1e-9 + 1e-6 * other:
-            fail(f"time_fn() returned {what} of the timed calls.", fix)
-    expect_close(value, medians[0], "the time time_fn() returned",
+    times = _timed(run)
+    fixes = {"the mean": ("one slow call (another process, a page fault) pulls the mean up; "
+                          "the median ignores it: statistics.median(times)."),
+             "the sum": "return the median of the per-call times, not their sum.",
+             "the median in milliseconds": "return seconds."}
+    statistic = {"the mean": statistics.fmean(times), "the fastest": min(times),
+                 "the slowest": max(times), "the sum": sum(times), "the first": times[0],
+                 "the last": times[-1], "the median in milliseconds": 1e3 * statistics.median(
+                     times)}
+    matches = [name for name, other in statistic.items() if _same(value, other)]
+    if matches:  # named only where the value tells them apart: the fastest may be the first
+        fail(f"time_fn() returned {' and '.join(matches)} of the timed calls.",
+             fixes.get(matches[0], "return the median, statistics.median(times).")
+             if len(matches) == 1 else "return the median, statistics.median(times).")
+    expect_close(value, statistics.median(times), "the time time_fn() returned",
                  "return statistics.median(times), with one duration in seconds per timed call.",
                  rel=1e-6, abs_tol=1e-9, reveal=not hidden)
 

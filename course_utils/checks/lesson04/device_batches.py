@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import meta_generators, patched, run_learner
+from ...probe import meta_generators, meta_recorder, patched, run_learner
 from ..framework import case, check, expect_no_error, fail
 from . import device_batches_rules as rules
 
@@ -22,7 +22,6 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 def probe(DeviceBatches, inputs):
     """Iterate DeviceBatches over index-coded CPU data, then over meta data; report the batches."""
     import torch
-    from torch.overrides import TorchFunctionMode
 
     def labels_of(item):  # a batch's labels, or what is wrong with it
         if not (isinstance(item, (tuple, list)) and len(item) == 2
@@ -42,16 +41,6 @@ def probe(DeviceBatches, inputs):
             out.append([labels_of(item) for item in batches])
         return out
 
-    class CountSingleExamples(TorchFunctionMode):  # data[i]: one example taken out at a time
-        count = 0
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if args and isinstance(args[0], torch.Tensor) and isinstance(out, torch.Tensor) \
-                    and args[0].device.type == "meta" and out.ndim < args[0].ndim:
-                self.count += 1
-            return out
-
     def observe(config):
         n, size, (seed, other) = config["n"], config["batch_size"], config["seeds"]
         y = torch.arange(n)
@@ -62,11 +51,11 @@ def probe(DeviceBatches, inputs):
 
         def on_meta():
             data = torch.empty(n, 3, device="meta"), torch.empty(n, dtype=torch.long, device="meta")
-            with patched([meta_generators()]), CountSingleExamples() as counter:
-                batches = list(DeviceBatches(*data, size, seed=seed))
-            return {"devices": sorted({str(part.device) for item in batches for part in item
-                                       if isinstance(part, torch.Tensor)}),
-                    "single": counter.count}
+            with patched(meta_generators()), meta_recorder() as recorder:
+                run = run_learner(lambda: list(DeviceBatches(*data, size, seed=seed)))
+            return {"devices": sorted({str(part.device) for item in run.value or []
+                                       for part in item if isinstance(part, torch.Tensor)}),
+                    "single": recorder.single, "host": recorder.host[:3], "error": run.error}
 
         tasks = {"a": lambda: epochs(make(), 3), "b": lambda: epochs(make(), 2, disturb_from=1),
                  "c": lambda: epochs(make(other), 1),

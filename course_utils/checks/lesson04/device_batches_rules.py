@@ -4,7 +4,7 @@ Each takes ``runs``: (where, n, batch size, observations) per configuration trie
 """
 from __future__ import annotations
 
-from ..framework import expect_no_error, fail
+from ..framework import error_summary, expect_no_error, fail, where_in_code
 
 
 def _sizes(n: int, size: int, drop_last: bool) -> list[int]:
@@ -79,12 +79,21 @@ def expect_shuffled(runs: list) -> None:
 
 def expect_on_the_data_device(runs: list) -> None:
     for where, _, _, seen in runs:
-        meta, error = seen["meta"]["value"], seen["meta"]["error"]
-        if error is not None or meta["devices"] != ["meta"]:
-            fail(f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches " + (
-                 f"raised {error['type']}: it copies the data to the host (.cpu(), "
-                 ".tolist(), .numpy(), .item() or .to(another device))." if error else
-                 f"yielded batches on {meta['devices']}."),
+        meta = seen["meta"]["value"]
+        stand_in = f"{where}, on the meta device (a stand-in for a GPU), DeviceBatches"
+        if meta["host"]:  # seen, whether or not it then raised
+            fail(f"{stand_in} copies data to the host with `{meta['host'][0]}`: on a GPU each "
+                 "such copy waits for the device and crosses the bus.",
+                 "leave the data where they are: index them with a tensor of positions, "
+                 "features[index], without .cpu(), .tolist(), .item() or .numpy().")
+        if meta["error"] is not None:
+            fail(f"{stand_in} raised {error_summary(meta['error'])}"
+                 f"{where_in_code(meta['error'])}: on a GPU it would fail too.",
+                 "make what you index with on the data's device, or on the CPU and move it: "
+                 "torch.randperm(n, generator=self.generator).to(features.device); a "
+                 "generator must live where randperm draws.")
+        if meta["devices"] != ["meta"]:
+            fail(f"{stand_in} yielded batches on {meta['devices']}.",
                  "leave the data where they are: index them with a tensor of positions.")
         if meta["single"]:
             fail(f"{where}, DeviceBatches builds each batch one example at a time, the "

@@ -74,10 +74,12 @@ def _success(inputs: dict) -> str:
 
 
 def _sizes(result: dict, where: str) -> list[int]:
-    if result["stopped"]:
-        fail(f"{where}, largest_batch_size() called step() 30 times without stopping.",
+    sizes = [call["size"].get("value") for call in result["calls"]]
+    if result["stopped"]:  # the sizes tell a loop stuck at 1 from one that does not halve
+        fail(f"{where}, largest_batch_size() called step() 30 times without stopping: it tried "
+             f"{', '.join(map(str, sizes[:5]))}, ..., {sizes[-1]}.",
              "halve the batch size after each out-of-memory error, and stop after trying 1.")
-    return [call["size"].get("value") for call in result["calls"]]
+    return sizes
 
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)

@@ -62,7 +62,7 @@ def _mean_gradient(scenario: dict, params: list, group: list[int]) -> list[float
 
 
 def _check_group(scenario: dict, number: int, group: list[int], events: list[str],
-                 step: dict) -> None:
+                 step: dict, before: dict | None) -> None:
     """Fail unless optimizer step ``number`` used the mean gradient over ``group``."""
     k, at, size = scenario["k"], f"At optimizer step {number + 1}", len(group)
     backwards = [i for i, event in enumerate(events) if event == "backward"]
@@ -86,7 +86,10 @@ def _check_group(scenario: dict, number: int, group: list[int], events: list[str
     if "zero_grad" in events[backwards[0] + 1:]:
         fail(f"{at}, zero_grad() ran inside the accumulation loop: it threw away the gradients "
              "of the group's earlier micro-batches.", "zero once per group, after step().")
-    if number and "zero_grad" not in events[:backwards[0]]:
+    previous = [v for grad in (before or {"grads": []})["grads"] for v in grad or []]
+    if len(previous) == len(pairs) and all(  # this group's mean gradient added to the last's
+            abs(g - e - p) <= 1e-9 * (1 + abs(g)) for (g, e), p in zip(pairs, previous,
+                                                                        strict=True)):
         fail(f"{at}, the previous group's gradients were still in .grad: backward() adds to "
              "them.", "call optimizer.zero_grad() after each optimizer.step().")
     if scaled and abs(ratio - size) < 1e-6:
@@ -100,6 +103,10 @@ def _check_group(scenario: dict, number: int, group: list[int], events: list[str
     fail(f"{at}, the gradients are not those of the group's mean loss.",
          "for each micro-batch: (loss / group size).backward(); after the group: "
          "optimizer.step(), optimizer.zero_grad().")
+
+
+def _without_gradients(step: dict) -> bool:
+    return all(grad is None or not any(grad) for grad in step["grads"])
 
 
 def _success(inputs: dict) -> str:
@@ -121,6 +128,12 @@ def check_train_with_accumulation(inputs, observations, hidden):
         for event in result["log"]:
             segments.append([]) if event == "step" else segments[-1].append(event)
         with case(f"{where}: a step per full group, with the group's mean gradient", 2):
+            if len(steps) == len(groups) + 1 and _without_gradients(steps[-1]):
+                fail("optimizer.step() ran once more after the last group, with no gradients: "
+                     f"{n} micro-batches make {len(groups)} groups of {k}" + (
+                         "." if n % k else ", and no smaller group is left."),
+                     "step after the loop only when a smaller group is left (when "
+                     "len(micro_batches) % accumulation_steps is not 0).")
             if len(steps) > len(groups):
                 fail(f"optimizer.step() ran {len(steps)} times"
                      + (", after every micro-batch." if len(steps) == n else "."),
@@ -129,7 +142,8 @@ def check_train_with_accumulation(inputs, observations, hidden):
                 if number == len(steps):
                     fail(f"optimizer.step() ran only {number} time(s).",
                          f"step once every {k} micro-batches.")
-                _check_group(scenario, number, group, segments[number], steps[number])
+                _check_group(scenario, number, group, segments[number], steps[number],
+                             steps[number - 1] if number else None)
             if result["returned"] != len(steps):
                 fail(f"train_with_accumulation() returned {result['returned']} after "
                      f"{len(steps)} optimizer steps.", "return the number of optimizer steps.")
@@ -141,4 +155,5 @@ def check_train_with_accumulation(inputs, observations, hidden):
                          "gradients are lost, or leak into the next epoch. `if (i + 1) % "
                          "accumulation_steps == 0` alone drops them.",
                          "after the loop, step once more if a smaller group is left.")
-                _check_group(scenario, last, groups[last], segments[last], steps[last])
+                _check_group(scenario, last, groups[last], segments[last], steps[last],
+                             steps[last - 1] if last else None)
