@@ -58,10 +58,10 @@ def probe(amp_step, inputs):
             frame = frame.f_back
         if frame is None:
             return ""
-        first, last = list(frame.f_code.co_positions())[frame.f_lasti // 2][:2]
-        first = first or frame.f_lineno
-        return " ".join(linecache.getline(frame.f_code.co_filename, line).strip()
-                        for line in range(first, (last or first) + 1))
+        positions = list(getattr(frame.f_code, "co_positions", list)())  # 3.11+: the whole call
+        first, last = positions[frame.f_lasti // 2][:2] if positions else (None, None)
+        lines = range(first or frame.f_lineno, (last or first or frame.f_lineno) + 1)
+        return " ".join(linecache.getline(frame.f_code.co_filename, n).strip() for n in lines)
 
     def run_case(drawn):
         model = build_mlp(drawn["model"])
@@ -119,7 +119,7 @@ def probe(amp_step, inputs):
                 "forwards": recorder.records, "outputs": outputs, "losses": losses,
                 "backwards": spies[0].calls, "steps": spies[1].calls,
                 "autocasts": spies[2].calls, "clips": spies[3].calls,
-                "params": parameter_values(model), "scale": float(scaler.get_scale())}
+                "params": parameter_values(model)}
 
     return [run_case(drawn) for drawn in inputs["cases"]]
 

@@ -77,15 +77,16 @@ def _expect_clipped(norm: float | None, drawn: dict, seen: dict, unclipped: floa
 def _expect_unscaled_once(norm: float, target: float, scale: float, log: list, clips: list,
                           unclipped: float, where: str) -> None:
     """The gradients at the step were far below max_norm: which part of the sequence did it."""
+    seen = f"at the step their norm was max_norm / {target / norm:.3g}"
     if _before(log, "scaler.update", "scaler.step"):
         fail(f"{where}, scaler.update() ran before scaler.step(): update() forgets that the "
              "gradients were already unscaled, so scaler.step() divided them by the scale a "
-             "second time (at the step their norm was max_norm divided by the scale).", ORDER)
+             f"second time ({seen}; the scale is {scale:g}).", ORDER)
     if (clips and clips[0]["norm"] is not None and clips[0]["norm"] > 10 * unclipped) or \
             _before(log, "clip", "scaler.unscale_"):
         fail(f"{where}, the gradients were clipped while still scaled (clip_grad_norm_ ran "
-             "before scaler.unscale_), then unscaled: at the step their norm was max_norm "
-             "divided by the scale.", "call scaler.unscale_(optimizer) before clip_grad_norm_.")
+             f"before scaler.unscale_), then unscaled: {seen}, and the scale is {scale:g}.",
+             "call scaler.unscale_(optimizer) before clip_grad_norm_.")
     if abs(target / norm / scale - 1) <= 0.05:
         fail(f"{where}, at the step the gradients' norm was max_norm divided by the scale "
              f"({scale:g}): they were clipped to max_norm while still scaled, then unscaled.",
