@@ -538,7 +538,25 @@ def step_unscaling_after_an_unseen_clip(model, features, labels, loss_fn, optimi
     return loss.item()
 
 
+def step_scaling_only_on_a_gpu_machine(model, features, labels, loss_fn, optimizer, scaler,
+                                       dtype, max_norm):
+    """Wrong: uses the scaler only where the machine has CUDA, not where `scaler` is enabled."""
+    optimizer.zero_grad()
+    with torch.autocast(features.device.type, dtype=dtype):
+        loss = loss_fn(model(features), labels)
+    if torch.cuda.is_available():
+        return _rest_of_the_step(scaler, optimizer, model, max_norm, loss)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item()
+
+
 WRONG_STEPS.update({
+    "scaler only on a GPU machine": (step_scaling_only_on_a_gpu_machine,
+                                     ("float16 with an enabled GradScaler: With dtype=torch.float16"
+                                     " and an enabled GradScaler, backward() ran on an unscaled "
+                                     "loss"), "scaler.scale(loss).backward()"),
     # GPU-only mistakes, seen on the simulated GPU machine or in the code of the call.
     "autocast written for the cpu": (
         step_autocast_for_the_cpu,

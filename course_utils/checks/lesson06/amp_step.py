@@ -14,11 +14,13 @@ from ...probe import (
 )
 from .. import machines
 from ..framework import case, check
-from .amp_step_rules import CALLS, OVERFLOW_SCALE, SCALE, reference_steps, verify
+from .amp_step_rules import CALLS, OVERFLOW_SCALE, SCALE, call_where, reference_steps, verify_call
+from .amp_step_update_rules import expect_the_step
 
-# The bfloat16 case runs on a simulated GPU machine with the batch on its CPU: a step that
-# picks autocast's device from the machine (torch.cuda.is_available()) instead of the data
-# autocasts nothing there.
+# Every case runs on a simulated machine, the batch on its CPU: bfloat16 on one with a GPU, where
+# a step that picks autocast's device from the machine (torch.cuda.is_available()) instead of
+# the data autocasts nothing; float16 on one without, where a step that uses the scaler only
+# on a GPU machine never scales. The verdict is then the same on any grading machine.
 GPU_MACHINE = machines.CUDA
 
 
@@ -28,7 +30,7 @@ def _draw(rng: random.Random, dtype: str, scaler: bool, init_scale: float) -> di
     spec = {"w1": matrix(16, 8), "b1": matrix(1, 16)[0], "w2": matrix(4, 16), "b2": [0.0] * 4}
     drawn = {"dtype": dtype, "scaler": scaler, "init_scale": init_scale, "model": spec, "lr": 0.5,
              "features": matrix(16, 8, 2.0), "labels": [rng.randrange(4) for _ in range(16)],
-             "machine": GPU_MACHINE if dtype == "bfloat16" else None}
+             "machine": GPU_MACHINE if dtype == "bfloat16" else machines.CPU}
     # Half the smaller gradient norm of the CALLS steps, so that clipping bites in each.
     drawn["max_norm"] = round(min(step["norm"] for step in reference_steps(drawn)) / 2, 6)
     return drawn
@@ -104,11 +106,9 @@ def probe(amp_step, inputs):
                      Spy(owner, "zero_grad", "zero_grad", log) for owner in (optimizer, model)] + [
                      Spy(scaler, name, "scaler." + name, log)
                      for name in ("scale", "unscale_", "step", "update")]
-        machine = drawn["machine"]
         with contextlib.ExitStack() as stack, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # deprecated spellings are seen by the spies
-            if machine:
-                stack.enter_context(SimulatedMachine(machine))
+            stack.enter_context(SimulatedMachine(drawn["machine"]))
             for spy in spies:
                 stack.enter_context(spy)
             run = run_learner(amp_step, model, features, labels, loss_fn, optimizer, scaler,
@@ -127,7 +127,8 @@ def probe(amp_step, inputs):
 def _name(drawn: dict) -> str:
     if drawn["init_scale"] == OVERFLOW_SCALE:
         return "float16 whose scaled gradients overflow (the step must be skipped)"
-    where = f" ({drawn['machine']['name']}, the batch on its CPU)" if drawn["machine"] else ""
+    machine = drawn["machine"]
+    where = f" ({machine['name']}, the batch on its CPU)" if machine["gpus"] else ""
     return (f"{drawn['dtype']} with {'an enabled' if drawn['scaler'] else 'a disabled'} "
             f"GradScaler{where}")
 
@@ -142,6 +143,9 @@ def _success(inputs: dict) -> str:
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_amp_step(inputs, observations, hidden):
-    for drawn, seen in zip(inputs["cases"], observations, strict=True):
+    for drawn, calls in zip(inputs["cases"], observations, strict=True):
         with case(_name(drawn)):
-            verify(drawn, seen, hidden)
+            for index, seen in enumerate(calls):  # each step from the weights the last one left
+                verify_call(drawn, seen, call_where(drawn, index))
+                expect_the_step(drawn, seen, calls[index - 1]["params"] if index else None,
+                                call_where(drawn, index), hidden)

@@ -2,7 +2,7 @@
 
 Kept apart from amp_step.py (inputs, probe, check) so that each file stays one concern; the
 rules on the update itself (clipping, the scaler's sequence, the weights) are in
-amp_step_update.py.
+amp_step_update_rules.py.
 """
 from __future__ import annotations
 
@@ -63,23 +63,21 @@ def _from_scaler(fix: str):
     return lambda error: fix if "grad_scaler" in (error["raised_in"] or "") else None
 
 
-def verify(drawn: dict, calls: list, hidden: bool) -> None:
-    """One case, call by call: the forward under autocast, backward and the scaler in order,
-    then the step (from the weights the previous call left)."""
-    from .amp_step_update import expect_the_step
+def call_where(drawn: dict, index: int) -> str:
+    """How a message names call ``index`` of a case."""
+    scaled = "an enabled" if drawn["scaler"] else "a disabled"
+    return f"With dtype=torch.{drawn['dtype']} and {scaled} GradScaler" + (
+        f", in call {index + 1} (the same model, optimizer and scaler)" if index else "")
 
-    dtype, scaled = f"torch.{drawn['dtype']}", drawn["scaler"]
-    for index, seen in enumerate(calls):
-        where = f"With dtype={dtype} and {'an enabled' if scaled else 'a disabled'} GradScaler"
-        if index:
-            where += f", in call {index + 1} (the same model, optimizer and scaler)"
-        expect_no_error(seen["error"], "amp_step(...)", where=where, hints={
-            "RuntimeError": _from_scaler(ORDER), "AssertionError": _from_scaler(ORDER),
-            "ValueError": _from_scaler(HALF)})
-        _expect_autocast_forward(seen, where, dtype)
-        _expect_backward_in_order(seen, where, scaled)
-        expect_the_step(drawn, seen, calls[index - 1]["params"] if index else None, where,
-                        hidden)
+
+def verify_call(drawn: dict, seen: dict, where: str) -> None:
+    """One call, up to the step: no error, the forward under autocast, backward and the scaler
+    in order (the step itself: amp_step_update_rules.expect_the_step)."""
+    expect_no_error(seen["error"], "amp_step(...)", where=where, hints={
+        "RuntimeError": _from_scaler(ORDER), "AssertionError": _from_scaler(ORDER),
+        "ValueError": _from_scaler(HALF)})
+    _expect_autocast_forward(seen, where, f"torch.{drawn['dtype']}")
+    _expect_backward_in_order(seen, where, drawn["scaler"])
 
 
 def _written_device_type(made: dict) -> bool:
