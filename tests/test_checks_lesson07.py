@@ -54,6 +54,50 @@ def accumulation_zero_grad_last(ddp_model, micro_batches, loss_fn, optimizer):
     ddp_model.zero_grad()
 
 
+def accumulation_grads_divided(ddp_model, micro_batches, loss_fn, optimizer):
+    """Right: backward the plain losses, then divide the accumulated gradients by their number
+    (after the all-reduce: the same average); zero_grad(set_to_none=False)."""
+    optimizer.zero_grad(set_to_none=False)
+    count = len(micro_batches)
+    for index, (features, labels) in enumerate(micro_batches):
+        context = nullcontext() if index == count - 1 else ddp_model.no_sync()
+        with context:
+            loss_fn(ddp_model(features), labels).backward()
+    for parameter in ddp_model.parameters():
+        parameter.grad.div_(count)
+    optimizer.step()
+
+
+def accumulation_sliced(ddp_model, micro_batches, loss_fn, optimizer):
+    """Right: the last micro-batch taken apart by slicing, the loss divided with .div()."""
+    ddp_model.zero_grad(set_to_none=True)
+    k = len(micro_batches)
+    for features, labels in micro_batches[:-1]:
+        with ddp_model.no_sync():
+            loss_fn(ddp_model(features), labels).div(k).backward()
+    features, labels = micro_batches[-1]
+    loss_fn(ddp_model(features), labels).div(k).backward()
+    optimizer.step()
+
+
+def accumulation_sync_first(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong: all-reduces the first micro-batch and accumulates the rest unsynced."""
+    optimizer.zero_grad()
+    for index, (features, labels) in enumerate(micro_batches):
+        with ddp_model.no_sync() if index > 0 else nullcontext():
+            (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+def accumulation_step_inside_no_sync(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong: the whole loop and the step inside one no_sync block."""
+    optimizer.zero_grad()
+    with ddp_model.no_sync():
+        for features, labels in micro_batches:
+            (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+        optimizer.step()
+
+
 def accumulating(sync="last", scale=True, zero="start", step="end", through=None):
     """accumulation_step with one thing changed."""
     def answer(ddp_model, micro_batches, loss_fn, optimizer):
@@ -80,9 +124,10 @@ def accumulation_not_done(ddp_model, micro_batches, loss_fn, optimizer):
 
 
 @pytest.mark.parametrize("answer", [accumulation_step, accumulation_exit_stack,
-                                    accumulation_zero_grad_last], ids=lambda f: f.__name__)
+                                    accumulation_zero_grad_last, accumulation_grads_divided,
+                                    accumulation_sliced], ids=lambda f: f.__name__)
 def test_accumulation_right_answers_keep_full_marks(answer, capsys):
-    seeds = HIDDEN_SEEDS if answer is accumulation_step else HIDDEN_SEEDS[:1]
+    seeds = HIDDEN_SEEDS if answer is accumulation_step else []  # the visible run tells
     passes(checks.check_accumulation_step, answer, seeds=seeds)
     assert "one all-reduce each (after the last micro-batch)" in capsys.readouterr().out
 
@@ -96,8 +141,11 @@ def test_accumulation_right_answers_keep_full_marks(answer, capsys):
     (accumulating(zero="never"), "the gradients of the previous call were still there"),
     (accumulating(step="each"), "optimizer.step() ran 3 times"),
     (accumulation_not_done, "accumulation_step() is not implemented yet"),
+    (accumulation_sync_first,
+     "all-reduced after micro-batch(es) [1] but not after the last: the gradients added after"),
+    (accumulation_step_inside_no_sync, "DDP never all-reduced"),
 ], ids=["no no_sync", "all in no_sync", "via .module", "loss not divided", "zero_grad each",
-        "no zero_grad", "step each", "stub"])
+        "no zero_grad", "step each", "stub", "sync on the first", "step inside no_sync"])
 def test_accumulation_mistakes_are_named(answer, hint):
     assert hint in failure(checks.check_accumulation_step, answer)
 
@@ -257,6 +305,7 @@ def test_ddp_solution_keeps_full_marks(script, capsys):
     out = capsys.readouterr().out
     assert "each of 2 epochs drew all 48 samples once" in out
     assert "As rank 3 (LOCAL_RANK 1) of a simulated node with two GPUs it picks nccl" in out
+    assert "samples for rank 3 of 4; without a GPU (PyTorch's CUDA build) it picks gloo" in out
 
 
 @pytest.mark.slow
@@ -322,17 +371,108 @@ def test_a_rank_that_skips_a_collective_is_caught_quickly(script, launches):
     assert run.stalled and not run.timed_out  # ended by the stall rule, not the time limit
 
 
+# Mistakes and right alternatives that only show on a GPU node or on another machine; the CPU
+# run under torchrun cannot tell them from the solution.
+NO_BINDING = (("        torch.cuda.set_device(device)\n", ""),
+              (('    dist.init_process_group(backend, device_id=device if device.type == "cuda" '
+               'else None)'), "    dist.init_process_group(backend)"))
+LOCAL_RANK_SAMPLER = (("    sampler = DistributedSampler(config.dataset)",
+                       ("    sampler = DistributedSampler(config.dataset, num_replicas=dist."
+                       "get_world_size(), rank=local_rank)")),)
+NCCL_IF_BUILT = (('        backend = "nccl"\n', ""), ('        backend = "gloo"\n', ""),
+                 ("    dist.init_process_group(backend,",
+                  ('    backend = "nccl" if dist.is_nccl_available() else "gloo"\n'
+                  "    dist.init_process_group(backend,")))
+SET_DEVICE_UNGUARDED = ((
+    ('    if torch.cuda.is_available():\n        device = torch.device("cuda", local_rank)\n'
+    "        torch.cuda.set_device(device)\n"),
+    ("    torch.cuda.set_device(local_rank)\n    if torch.cuda.is_available():\n"
+    '        device = torch.device("cuda", local_rank)\n')),)
+WRONG_SET_UPS = {  # edits, the cause named
+    "RANK for the GPU": ((GLOBAL_RANK,), ("RANK counts processes over all nodes, LOCAL_RANK on "
+                         "this node")),
+    "gloo on GPUs": ((ALWAYS_GLOO,), ("your script initialised 'gloo': NCCL is the backend for "
+                     "NVIDIA GPUs")),
+    "every rank on GPU 0": ((GPU_ZERO,), ("the model went to cuda:0: each rank needs its own GPU, "
+                            "cuda:1 here")),
+    "no set_device": (NO_BINDING, ("the current GPU was still cuda:0 at the DDP wrap, and the "
+                      "process group was not bound to cuda:1")),
+    "sampler given LOCAL_RANK": (LOCAL_RANK_SAMPLER, ("the DistributedSampler got rank=1 of "
+                                 "num_replicas=4, not rank 3 of 4: with LOCAL_RANK given")),
+    "nccl whenever built": (NCCL_IF_BUILT, ("a machine without a GPU, with PyTorch's CUDA build "
+                            "(simulated), your script initialised 'nccl': NCCL needs GPUs")),
+    "set_device without a GPU": (SET_DEVICE_UNGUARDED, ("a machine without a GPU, with PyTorch's "
+                                 "CUDA build (simulated), your script raised RuntimeError")),
+}
+RIGHT_SET_UPS = {
+    "torch.accelerator": (("        torch.cuda.set_device(device)\n",
+                           "        torch.accelerator.set_device_index(local_rank)\n"),),
+    "bound by device_id only": (("        torch.cuda.set_device(device)\n", ""),),
+    "sampler told the rank": (("    sampler = DistributedSampler(config.dataset)",
+                               ("    sampler = DistributedSampler(config.dataset, rank=rank, "
+                               "num_replicas=dist.get_world_size(), shuffle=True)")),),
+    "sampler before the wrap": (
+        (("    ddp_model = DDP(model, device_ids=[local_rank] if device.type == \"cuda\" else None)"
+         "\n    sampler = DistributedSampler(config.dataset)\n"),
+         ("    sampler = DistributedSampler(config.dataset, seed=0)\n    ddp_model = DDP(model, "
+         "device_ids=[local_rank] if device.type == \"cuda\" else None)\n")),),
+}
+
+
+@pytest.fixture(scope="module")
+def node_rules():
+    from course_utils.checks.lesson07 import ddp_node_rules
+    return ddp_node_rules
+
+
+def simulated_nodes(path, node_rules, node=None):
+    """The script as one rank of the check's simulated GPU node and of its CPU machine."""
+    from course_utils.checks import machines
+    node = node or {"rank": 3, "local_rank": 1, "world_size": 4}
+    return (distributed.simulate_rank(path, machines.TWO_GPUS, **node),
+            distributed.simulate_rank(path, node_rules.CUDA_BUILD_WITHOUT_GPU, **node), node)
+
+
+@pytest.mark.parametrize("name", list(WRONG_SET_UPS))
+def test_gpu_set_up_mistakes_show_on_a_simulated_node(script, node_rules, name):
+    """In-process, without torchrun: each mistake is caught and named, on one node or other."""
+    edits, cause = WRONG_SET_UPS[name]
+    gpu, cpu, node = simulated_nodes(script(changed(*edits)), node_rules)
+    where = ("As rank 3 (LOCAL_RANK 1) of a simulated node with two GPUs", ("As rank 3 (LOCAL_RANK "
+             "1) of a machine without a GPU, with PyTorch's CUDA build (simulated)"))
+    with pytest.raises(checks.CheckFailure) as raised:
+        node_rules.expect_right_gpu_node(gpu, node, where[0])
+        node_rules.expect_right_cpu_node(cpu, node, where[1])
+    assert cause in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["solution", *RIGHT_SET_UPS])
+def test_gpu_set_up_alternatives_pass_on_the_simulated_nodes(script, node_rules, name):
+    text = SOLUTION if name == "solution" else changed(*RIGHT_SET_UPS[name])
+    for node in ({"rank": 3, "local_rank": 1, "world_size": 4},
+                 {"rank": 7, "local_rank": 1, "world_size": 8}):
+        gpu, cpu, node = simulated_nodes(script(text), node_rules, node)
+        node_rules.expect_right_gpu_node(gpu, node, "on the GPU node")
+        node_rules.expect_right_cpu_node(cpu, node, "without a GPU")
+        assert gpu.samplers == [{"rank": node["rank"], "num_replicas": node["world_size"]}]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("edit, hint", [
-    (GLOBAL_RANK, "RANK counts processes over all nodes, LOCAL_RANK on this node"),
-    (ALWAYS_GLOO, "your script initialised 'gloo': NCCL is the backend for NVIDIA GPUs"),
-    (GPU_ZERO, "the model went to cuda:0: each rank needs its own GPU, cuda:1 here"),
-], ids=["RANK for the GPU", "gloo on GPUs", "every rank on GPU 0"])
-def test_gpu_set_up_mistakes_show_on_the_simulated_node(script, edit, hint):
-    path = script(changed(edit), runs_like_the_solution=True)
+@pytest.mark.parametrize("name", ["RANK for the GPU", "no set_device", "sampler given LOCAL_RANK",
+                                  "nccl whenever built"])
+def test_gpu_set_up_mistakes_lose_the_simulated_nodes_case_only(script, name):
+    edits, cause = WRONG_SET_UPS[name]
+    path = script(changed(*edits), runs_like_the_solution=True)
     message = failure(checks.check_ddp_script, path)
-    assert message.startswith("✘ on a GPU node") and hint in message
+    assert message.startswith("✘ on simulated nodes: nccl and cuda:LOCAL_RANK with GPUs, gloo "
+                              "without: ") and cause.split("(simulated), ")[-1] in message
     assert share(path) == pytest.approx(7 / 8)
+
+
+@pytest.mark.slow
+def test_gpu_set_up_alternative_keeps_full_marks(script):
+    path = script(changed(*RIGHT_SET_UPS["torch.accelerator"]), runs_like_the_solution=True)
+    passes(checks.check_ddp_script, path, seeds=[1])  # shares the solution test's launches
 
 
 def test_the_stub_is_not_implemented_and_launches_nothing(script, launches):
@@ -370,3 +510,41 @@ def test_checks_import_without_torch():
                           check=True)
     assert done.stdout.strip() == "False"
     assert torch  # the test module itself uses torch
+
+
+# ------------------------------------------------ a repeated epoch order: which cause, from the
+# ranks' reports (made by hand: no torchrun)
+
+def report_of(rank: int, passes: list, set_epochs: dict) -> distributed.RankReport:
+    """A rank that drew ``passes`` (batches per epoch); ``set_epochs`` maps a pass to the
+    set_epoch values called just before it (key len(passes): after the last)."""
+    events = []
+    for index, batches in enumerate([*passes, []]):
+        events += [{"event": "set_epoch", "epoch": v} for v in set_epochs.get(index, [])]
+        if index < len(passes):
+            events += [{"event": "loader"}] + [{"event": "batch", "indices": b} for b in batches]
+    return distributed.RankReport(rank, rank, 2, None, 0, events, "", None, None, 0, 0, False)
+
+
+SHUFFLED, SORTED = ([[5, 1], [3, 7]], [[0, 4], [2, 6]]), ([[1, 3], [5, 7]], [[0, 2], [4, 6]])
+
+
+@pytest.mark.parametrize("draws, set_epochs, cause", [
+    (SHUFFLED, {}, "nobody told it the epoch changed"),
+    (SHUFFLED, {0: [0], 1: [0], 2: [0]}, "set_epoch was given 0 every time"),
+    (SHUFFLED, {1: [0], 2: [1], 3: [2]},
+     "still had epoch 0: set_epoch ran after the loop over the loader had started"),
+    (SHUFFLED, {0: [0]}, "set_epoch was called once, with 0, not at the start of every epoch"),
+    (SORTED, {0: [0], 1: [1], 2: [2]}, "the sampler did not shuffle at all (shuffle=False?)"),
+    (SHUFFLED, {0: [0], 1: [1], 2: [2]}, "it was not told to the sampler the DataLoader draws"),
+], ids=["never told", "always 0", "told after the loop", "told once", "no shuffle",
+        "another sampler told"])
+def test_a_repeated_order_names_what_the_reports_show(draws, set_epochs, cause):
+    from course_utils.checks.lesson07.ddp_script_rules import CASES
+    rule = {name: rule for name, _, rule in CASES}["a new order every epoch (sampler.set_epoch)"]
+    ranks = [report_of(rank, [draws[rank]] * 3, set_epochs) for rank in (0, 1)]
+    with pytest.raises(checks.CheckFailure) as raised:
+        rule(ranks, None, distributed.epoch_coverage(ranks))
+    message = str(raised.value)
+    assert message.startswith("Epoch 1 drew the samples in the same order as epoch 0: ")
+    assert cause in message.split("How to fix it")[0]

@@ -31,7 +31,7 @@ class SimulatedMachine:
             return self._current
         if isinstance(device, int):
             return device
-        index = torch.device(device).index
+        index = torch.device(device).index  # torch.device("cuda"): the current GPU
         return self._current if index is None else index
 
     def _gpu(self, device=None) -> dict:
@@ -158,6 +158,8 @@ class SimulatedMachine:
         import torch
 
         replacements = [(torch.version, "cuda", self.spec.get("cuda_version"))]
+        for name in ("_exchange_device", "_maybe_exchange_device"):  # `with torch.cuda.device(i)`
+            replacements.append((torch.cuda, name, self._exchange))
         for module_name, answers in self._answers().items():
             module = importlib.import_module(module_name)
             for name in dir(module):
@@ -172,6 +174,14 @@ class SimulatedMachine:
                     replacements.append((module, name, self._gap(f"{module_name}.{name}")))
         self._patch = patched(replacements).__enter__()
         return self
+
+    def _exchange(self, index):
+        """Make GPU ``index`` current (a negative index changes nothing); return the previous."""
+        previous = self._current
+        if index >= 0:
+            self._current = index
+            self._gpu()
+        return previous
 
     def _answer(self, qualified_name, answer):
         def simulated(*args, **kwargs):

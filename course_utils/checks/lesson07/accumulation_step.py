@@ -132,6 +132,11 @@ def check_accumulation_step(inputs, observations, hidden):
                  "ddp_model.module), so the ranks' gradients would never be averaged.",
                  "run the last micro-batch's forward and backward outside no_sync(), "
                  "through ddp_model itself.")
+        if k not in synced:
+            fail(f"{where}, DDP all-reduced after micro-batch(es) {synced} but not after the "
+                 "last: the gradients added after that all-reduce are never averaged across "
+                 "the ranks, so their weights drift apart.", "run the last micro-batch outside "
+                 "no_sync(), and all the others inside `with ddp_model.no_sync():`.")
         if synced != [k]:
             fail(f"{where}, DDP all-reduced after micro-batch(es) {synced}: each all-reduce "
                  "before the last sends every gradient over the network for nothing.",

@@ -7,7 +7,8 @@ from dataclasses import asdict
 from ...probe import describe
 from .. import machines
 from ..framework import case, check, expect_no_error, fail
-from .ddp_script_rules import CASES, expect_right_gpu_node, expect_run_finished
+from .ddp_node_rules import CUDA_BUILD_WITHOUT_GPU, expect_right_cpu_node, expect_right_gpu_node
+from .ddp_script_rules import CASES, expect_run_finished
 
 # A run takes about 10 s of CPU (three processes import torch). A deadlock is caught by the
 # stall rule within seconds of the DDP wrap; the time limit only stops a run that never gets
@@ -26,10 +27,13 @@ def make_inputs(seed: int, hidden: bool) -> dict:
     config = RunConfig.example(seed=rng.randrange(10**6), samples=2 * rng.randint(12, 20),
                                batch_size=rng.choice([3, 4, 5]), epochs=3,
                                lr=rng.choice([0.2, 0.5])) if hidden else RunConfig.example()
+    # Always LOCAL_RANK 1 on a later node: LOCAL_RANK 0 or RANK == LOCAL_RANK would hide a
+    # missing set_device or a sampler given LOCAL_RANK.
     node = rng.choice([{"rank": 5, "local_rank": 1, "world_size": 6},
-                       {"rank": 2, "local_rank": 0, "world_size": 4}]) if hidden else \
+                       {"rank": 7, "local_rank": 1, "world_size": 8}]) if hidden else \
         {"rank": 3, "local_rank": 1, "world_size": 4}
     return {"config": asdict(config), "node": node, "machine": machines.TWO_GPUS,
+            "cpu_machine": CUDA_BUILD_WITHOUT_GPU,
             "timeout_s": TIMEOUT_S, "stall_s": STALL_S, "max_slowdown": MAX_SLOWDOWN}
 
 
@@ -46,14 +50,17 @@ def probe(script, inputs):
         return {"script": shown, "simulated": None, "launch": None}
     config = RunConfig(**inputs["config"])
     simulated = simulate_rank(script, inputs["machine"], config=config, **inputs["node"])
+    cpu_node = asdict(simulate_rank(script, inputs["cpu_machine"], config=config, **inputs["node"]))
     error = simulated.error
     if error and error["type"] == "NotImplementedError" and error["raised_in"] is None:
-        return {"script": None, "simulated": asdict(simulated), "launch": None}  # the stub
+        return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
+                "launch": None}  # the stub
     run = launch_patiently(script, 2, config=config, timeout=inputs["timeout_s"],
                            stall=inputs["stall_s"], max_slowdown=inputs["max_slowdown"],
                            hide_gpus=True)
     remove(run)
-    return {"script": None, "simulated": asdict(simulated), "launch": run.to_dict()}
+    return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
+            "launch": run.to_dict()}
 
 
 def _success(inputs: dict) -> str:
@@ -63,7 +70,9 @@ def _success(inputs: dict) -> str:
             "process on the full batches; only rank 0 printed and saved model.module's "
             "state_dict; every rank destroyed its process group. As rank "
             f"{node['rank']} (LOCAL_RANK {node['local_rank']}) of a simulated node with two "
-            f"GPUs it picks nccl and cuda:{node['local_rank']}.")
+            f"GPUs it picks nccl and cuda:{node['local_rank']}, made current, and samples for "
+            f"rank {node['rank']} of {node['world_size']}; without a GPU (PyTorch's CUDA build) "
+            "it picks gloo and the CPU.")
 
 
 @check(success=_success, make_inputs=make_inputs, probe=probe)
@@ -85,5 +94,7 @@ def check_ddp_script(inputs, observations, hidden):
     for name, weight, rule in CASES:
         with case(name, weight):
             rule(run.ranks, config, ddp.epoch_coverage(run.ranks))
-    with case("on a GPU node: nccl, cuda:LOCAL_RANK"):
+    with case("on simulated nodes: nccl and cuda:LOCAL_RANK with GPUs, gloo without"):
         expect_right_gpu_node(simulated, node, gpu_node)
+        expect_right_cpu_node(ddp.SimulatedRank(**observations["cpu_node"]), node, gpu_node.replace(
+            "a simulated node with two GPUs", inputs["cpu_machine"]["name"] + " (simulated)"))

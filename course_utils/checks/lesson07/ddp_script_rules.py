@@ -1,10 +1,10 @@
-"""check_ddp_script's rules: how the torchrun run ended, each case's rule on the ranks'
-reports (CASES), and the script as one rank of a simulated node with two GPUs."""
+"""check_ddp_script's rules: how the torchrun run ended, and each case's rule on the ranks'
+reports (CASES). The rules on the script as one rank of a simulated node are in
+ddp_node_rules.py."""
 from __future__ import annotations
 
 from itertools import pairwise
 
-from .. import machines
 from ..framework import expect_no_error, fail, is_kind
 
 
@@ -59,13 +59,35 @@ def _each_sample_once(ranks, config, coverage) -> None:
 def _new_order(ranks, config, coverage) -> None:
     for before, after in pairwise(coverage):
         if before.order == after.order:
-            told = any(report.named("set_epoch") for report in ranks)
             fail(f"Epoch {after.epoch} drew the samples in the same order as epoch "
-                 f"{before.epoch}" + (": set_epoch was called, but not with a new epoch "
-                                      "before the loop." if told else
-                                      ": the sampler shuffles with its seed plus the epoch "
-                                      "number, and nobody told it the epoch changed."),
-                 "call `sampler.set_epoch(epoch)` at the start of every epoch.")
+                 f"{before.epoch}: " + _why_repeated(ranks[0], after.epoch),
+                 "call `sampler.set_epoch(epoch)` at the start of every epoch, before the loop "
+                 "over the loader, on the sampler the DataLoader was given (shuffle=True).")
+
+
+def _why_repeated(report, epoch: int) -> str:
+    """What rank ``report`` shows about an epoch that repeated the previous one's order."""
+    told, last = [], 0  # the sampler's epoch (0 until set_epoch) at each pass over a loader
+    for event in report.events:
+        if event["event"] == "set_epoch":
+            last = event["epoch"]
+        elif event["event"] == "loader":
+            told.append(last)
+    values = [event["epoch"] for event in report.named("set_epoch")]
+    drawn = [i for batch in report.epochs()[epoch] for i in batch]
+    if drawn == sorted(drawn):
+        return "the sampler did not shuffle at all (shuffle=False?)."
+    if not values:
+        return ("the sampler shuffles with its seed plus the epoch number, and nobody told it "
+                "the epoch changed.")
+    if told[epoch] == told[epoch - 1]:
+        return (f"when its pass began, the sampler still had epoch {told[epoch]}: " + (
+            "set_epoch ran after the loop over the loader had started (it takes effect at the "
+            "next pass)." if len(set(values)) > 1 else
+            f"set_epoch was called once, with {values[0]}, not at the start of every epoch."
+            if len(values) == 1 else f"set_epoch was given {values[0]} every time."))
+    return ("set_epoch got a new epoch, yet the order repeated: it was not told to the sampler "
+            "the DataLoader draws from.")
 
 
 def _same_weights(ranks, config, coverage) -> None:
@@ -126,30 +148,3 @@ CASES = [  # (case, weight, rule(ranks, config, coverage))
     ("only rank 0 saves model.module's state_dict", 1, _rank_0_saves),
     ("destroy_process_group() on every rank", 1, _group_destroyed),
 ]
-
-
-def expect_right_gpu_node(simulated, node: dict, where: str) -> None:
-    """As one rank of a simulated two-GPU node: nccl, cuda:LOCAL_RANK, device_ids=[LOCAL_RANK]."""
-    local, gpus = node["local_rank"], len(machines.TWO_GPUS["gpus"])
-    asked = [int(d.split(":")[-1]) for d in simulated.set_device if d.split(":")[-1].isdigit()]
-    if any(index >= gpus for index in asked) or (
-            node["rank"] != local and simulated.model_device == f"cuda:{node['rank']}"):
-        fail(f"{where}, your script asked for GPU {node['rank']}: RANK counts processes over "
-             "all nodes, LOCAL_RANK on this node.", "use `int(os.environ['LOCAL_RANK'])`.")
-    error = simulated.error
-    if not simulated.reached_ddp and (error is None or error["raised_in"]):
-        fail(f"{where}, your script " + (f"used the GPU before any DDP wrap ({error['type']})"
-             if error else "never wrapped the model in DDP") + ": the check simulates the GPUs "
-             "up to the DDP wrap.", "wrap the model right after moving it: "
-             "`ddp_model = DDP(model, device_ids=[local_rank])` on a GPU.")
-    expect_no_error(error, "your script", where=where)
-    if simulated.backend not in ("nccl", None):
-        fail(f"{where}, your script initialised {simulated.backend!r}: NCCL is the backend for "
-             "NVIDIA GPUs.", "`'nccl' if torch.cuda.is_available() else 'gloo'`.")
-    if simulated.model_device != f"cuda:{local}":
-        fail(f"{where}, the model went to {simulated.model_device or 'no GPU'}: each rank needs "
-             f"its own GPU, cuda:{local} here.", "`device = torch.device('cuda', local_rank)`"
-             "; `model.to(device)`.")
-    if simulated.ddp_device_ids not in (None, [local]):
-        fail(f"{where}, DDP got device_ids={simulated.ddp_device_ids}.",
-             "pass `device_ids=[local_rank]` on GPUs.")

@@ -10,7 +10,7 @@
 * :func:`epoch_coverage` and :func:`reference_parameters` (``analysis.py``) -- which samples
   each epoch saw, and the parameters one process reaches on the same batches.
 * :func:`simulate_rank` (``simulate.py``) -- run a script's set-up, in this process, as one
-  rank of a simulated GPU machine, up to the moment it wraps the model in DDP.
+  rank of a simulated machine (GPUs or none), up to the moment it starts its training loop.
 """
 from .analysis import epoch_coverage, global_steps, max_difference, reference_parameters
 from .config import RecordedDataset, RunConfig
