@@ -1,4 +1,4 @@
-"""Lesson 07 submissions that forge their evidence, graded as one class beside an honest one.
+"""Lesson 07 submissions that forge their evidence, graded as one class.
 
 Before the grader ran the DDP script itself, each of these took the exercise's full points:
 a script that writes the ranks' reports itself (no DDP, no training), a notebook that replaces
@@ -7,7 +7,9 @@ that rewrites the probe's all-reduce log. Now the grader launches the script's t
 torchrun in a sandbox of its own, on data drawn at grading time, believes the ranks' reports
 only when rank 0's checkpoint holds the weights it recomputes itself, and the accumulation
 check's all-reduce leaves its mark in the weights. The attacks lose those points and the
-feedback says why; the honest submission keeps its 7/9.
+feedback says why. The honest solution, its script launched the same way, keeps its full
+marks in tests/test_grading.py (the lesson round trips) and tests/test_grading_limits.py
+(beside a spinning neighbour): not graded again here, to keep this class cheap.
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ def _cell(nb, grade_id):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
 
 
-def _attacker(solution, release):
+def _attacker(solution):
     nb = copy.deepcopy(solution)
     nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in DEMOS]
     return nb
@@ -130,15 +132,14 @@ def graded(tmp_path_factory, grading_sandbox):
     base = tmp_path_factory.mktemp("evidence")
     solution = nbformat.read(ROOT / "solutions" / LESSON / NOTEBOOK, as_version=4)
     release = nbformat.read(ROOT / "notebooks" / LESSON / NOTEBOOK, as_version=4)
-    forged = _attacker(solution, release)
+    forged = _attacker(solution)
     _cell(forged, "ddp_script").source = FORGED_SCRIPT
-    patched = _attacker(solution, release)
+    patched = _attacker(solution)
     _cell(patched, "ddp_script").source = _cell(release, "ddp_script").source
     _cell(patched, "accumulation_step").source = FILTERED_LOG
     index = patched.cells.index(_cell(patched, "test_accumulation_step"))
     patched.cells.insert(index, nbformat.v4.new_code_cell(PATCHED_TRIAL))
-    for student, nb in {"honest": solution, "forged-reports": forged,
-                        "patched-kernel": patched}.items():
+    for student, nb in {"forged-reports": forged, "patched-kernel": patched}.items():
         path = base / "submissions" / student / LESSON / NOTEBOOK
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
@@ -154,13 +155,6 @@ def _scores(row) -> dict:
 
 def _feedback(out: Path, student: str) -> str:
     return html.unescape((out / "feedback" / student / f"{LESSON}.html").read_text())
-
-
-def test_the_honest_submission_keeps_its_full_marks(graded):
-    """Checks the honest lesson-07 solution, its script launched by the grader, keeps 7/9."""
-    row = graded[0]["honest"]
-    assert (row.score, row.status.value) == (7, "graded"), row
-    assert _scores(row) == {"test_accumulation_step": 3, "test_ddp_script": 4}
 
 
 def test_a_script_that_forges_the_ranks_reports_loses_its_points(graded):
