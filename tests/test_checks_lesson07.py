@@ -163,6 +163,28 @@ def test_no_sync_must_cover_the_forward_pass():
     assert "put the forward and backward of all but the last micro-batch inside" in message
 
 
+def accumulation_filtering_the_log(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong, and hiding it: no no_sync(), then the probe's log rewritten to show one
+    all-reduce after the last micro-batch (the log is reachable through loss_fn)."""
+    log = next(cell.cell_contents for cell in loss_fn.__closure__
+               if isinstance(cell.cell_contents, list))
+    accumulating(sync="never")(ddp_model, micro_batches, loss_fn, optimizer)
+    kept = [event for event in log if event != "all-reduce"]
+    last_loss = max(at for at, event in enumerate(kept) if event == "loss")
+    log[:] = kept[:last_loss + 1] + ["all-reduce"] + kept[last_loss + 1:]
+
+
+def test_a_rewritten_all_reduce_log_does_not_hide_the_all_reduces():
+    """The probe's all-reduce scales the gradients by a factor drawn with the inputs: the
+    weights show an all-reduce after every micro-batch, whatever the log says."""
+    message = failure(checks.check_accumulation_step, accumulation_filtering_the_log)
+    assert "each micro-batch's gradients were all-reduced, whatever the log said" in message
+    for seed in HIDDEN_SEEDS[:2]:
+        verdict = graded(checks.check_accumulation_step, (accumulation_filtering_the_log,),
+                         hidden=True, seed=seed)
+        assert verdict.fraction == 0
+
+
 def test_accumulation_wrong_answers_score_zero_and_reveal_nothing():
     for seed in HIDDEN_SEEDS:
         verdict = graded(checks.check_accumulation_step, (accumulating(scale=False),),
@@ -548,3 +570,45 @@ def test_a_repeated_order_names_what_the_reports_show(draws, set_epochs, cause):
     message = str(raised.value)
     assert message.startswith("Epoch 1 drew the samples in the same order as epoch 0: ")
     assert cause in message.split("How to fix it")[0]
+
+
+# ================================================================ evidence
+
+def test_a_checkpoint_is_read_without_trusting_it(tmp_path):
+    """rank 0's checkpoint is the evidence a grader reads itself: a state_dict (or the whole
+    course model) gives the weights; a link is not followed; a pickle that would run code is
+    not unpickled."""
+    from course_utils.lab.distributed import RunConfig
+    from course_utils.lab.distributed.evidence import read_checkpoint
+
+    model = RunConfig.example().build_model()
+    torch.save(model.state_dict(), tmp_path / "state.pt")
+    torch.save({f"module.{k}": v for k, v in model.state_dict().items()}, tmp_path / "ddp.pt")
+    torch.save(model, tmp_path / "module.pt")
+    weights = [p.detach().double().tolist() for p in model.parameters()]
+    for name, kind in (("state.pt", "state_dict"), ("ddp.pt", "state_dict"),
+                       ("module.pt", "module")):
+        facts = read_checkpoint(tmp_path / name)
+        assert (facts.kind, facts.parameters) == (kind, weights), name
+    (tmp_path / "link.pt").symlink_to(tmp_path / "state.pt")
+    assert read_checkpoint(tmp_path / "link.pt").kind == "unreadable"
+    assert read_checkpoint(tmp_path / "absent.pt").kind == "missing"
+
+    class RunsCode:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    torch.save(RunsCode(), tmp_path / "code.pt")
+    assert read_checkpoint(tmp_path / "code.pt").kind == "unreadable"
+
+
+@pytest.mark.slow
+def test_reports_the_checkpoint_does_not_confirm_earn_nothing(script):
+    """A script that writes the ranks' reports of a right run itself, without DDP, training or
+    checkpoint: nothing confirms them, and the check says so."""
+    from .test_grading_evidence import FORGED_SCRIPT
+
+    path = script(FORGED_SCRIPT.split("\n", 1)[1])
+    message = failure(checks.check_ddp_script, path)
+    assert message.startswith("Nothing confirms what the ranks did: rank 0 saved no checkpoint")
+    assert share(path) == 0

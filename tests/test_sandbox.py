@@ -112,6 +112,23 @@ def test_the_timeout_kills_everything_started_inside(grading_sandbox, scratch):
     assert not _alive(token)
 
 
+def test_unconfined_runs_with_the_limits_alone_and_its_timeout_ends_the_group(tmp_path):
+    """Checks confined=False (--unsafe-no-sandbox) runs the command without bwrap, in the
+    grader's view of the files, and its timeout still ends what it started."""
+    token = f"{os.getpid()}.35"
+    script = (f"import os, subprocess, time\n"
+              f"subprocess.Popen(['sleep', '{token}'])\n"
+              "print(os.path.exists(" + repr(str(ROOT / "solutions")) + "), flush=True)\n"
+              "time.sleep(600)\n")
+    done = sandbox.run([sys.executable, "-c", script], scratch=tmp_path, timeout=5,
+                       confined=False, use_limits=False)
+    assert done.timed_out and done.stdout == "True\n"  # no sandbox: the course is visible
+    deadline = time.monotonic() + 5
+    while _alive(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(token)
+
+
 def test_limits_hold_inside(grading_sandbox, scratch):
     """Checks the memory cap fails an allocation inside, and output is cut at the cap."""
     script = ("try:\n    bytearray(2 * 2**30)\nexcept MemoryError:\n    print('capped')\n"

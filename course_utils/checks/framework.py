@@ -117,6 +117,21 @@ def case(name: str, weight: float = 1.0) -> Iterator[None]:
 # ---------------------------------------------------------------- checks
 
 @dataclass(frozen=True)
+class Outside:
+    """For a check whose probe runs the learner's code in ways a grader must not leave to the
+    learner's kernel (lesson 07 launches the learner's script with torchrun): when grading,
+    ``probe`` runs in the kernel instead of the check's own probe and returns only what the
+    work needs (a script's text); then ``gather(inputs, facts, sandbox)`` does the work on
+    the grader's side, running learner code only through ``sandbox`` (the grading sandbox,
+    with the kernel's limits: lab.distributed.trial.Sandbox), and returns the observations
+    that ``verify`` reads, as the check's own probe would have. In a notebook the check's own
+    probe runs, in the kernel."""
+
+    probe: Callable[..., Any]
+    gather: Callable[[Any, Any, Any], Any]
+
+
+@dataclass(frozen=True)
 class Check:
     """One registered check; calling it checks answers in this process."""
 
@@ -126,6 +141,7 @@ class Check:
     verify: Callable[[Any, Any, bool], None]
     success: str | Callable[[Any], str]
     n_answers: int = 1
+    outside: Outside | None = None  # work the grader does itself (see Outside)
 
     def success_line(self, inputs: Any) -> str:
         """What a pass means for these inputs: exactly what was tested."""
@@ -161,18 +177,21 @@ class Check:
             raise CheckFailure(verdict.message).with_traceback(None)
         print(f"✔ {self.success_line(inputs)}")
 
-    def probe_expression(self, answer_names: tuple[str, ...], inputs: Any) -> str:
-        """An expression that runs the probe in the user namespace and returns JSON text.
+    def probe_expression(self, answer_names: tuple[str, ...], inputs: Any,
+                         probe: Callable[..., Any] | None = None) -> str:
+        """An expression that runs the probe (default: the check's own) in the user namespace
+        and returns JSON text.
 
         The grader evaluates it as an IPython user expression in the student's kernel.
         """
+        probe = probe or self.probe
         program = "\n".join([
             bundle.source(),
-            inspect.getsource(self.probe),
+            inspect.getsource(probe),
             "import json as _json",
             f"_inputs = _json.loads({json.dumps(inputs)!r})",
             "try:",
-            f"    result = _json.dumps({self.probe.__name__}(*answers, _inputs))",
+            f"    result = _json.dumps({probe.__name__}(*answers, _inputs))",
             "except Exception as error:",
             "    result = _json.dumps({'probe_error': describe_error(error)})",
         ])
@@ -184,14 +203,15 @@ REGISTRY: dict[str, Check] = {}
 
 
 def check(*, success: str | Callable[[Any], str], make_inputs: Callable[[int, bool], Any],
-          probe: Callable[..., Any], n_answers: int = 1) -> Callable[[Callable], Check]:
+          probe: Callable[..., Any], n_answers: int = 1,
+          outside: Outside | None = None) -> Callable[[Callable], Check]:
     """Decorator: register ``verify`` as the check named after it (``check_<exercise>``)."""
 
     def register(verify: Callable[[Any, Any, bool], None]) -> Check:
         name = verify.__name__
         if name in REGISTRY:
             raise RuntimeError(f"Two checks are named {name!r}; names must be unique.")
-        REGISTRY[name] = Check(name, make_inputs, probe, verify, success, n_answers)
+        REGISTRY[name] = Check(name, make_inputs, probe, verify, success, n_answers, outside)
         return REGISTRY[name]
 
     return register

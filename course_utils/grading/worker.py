@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .autograded import write_autograded
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
+from .outside import OutsideSandbox
 from .records import ItemResult, Limits, NotebookResult, Status
 from .session import (
     CellTimeout,
@@ -96,17 +97,21 @@ Report = Callable[[Event], None]
 # The only lines that call the check framework (course_utils.checks). Imported on first use:
 # it imports torch, and a worker starts its first kernel before that.
 
-def run_check(session: KernelSession, call: CheckCall, seed: int):
+def run_check(session: KernelSession, call: CheckCall, seed: int,
+              outside: OutsideSandbox | None = None):
     """Probe the answer in the kernel, verify here: the Verdict, or the message of why the
-    answer could not be checked at all (it then scores 0)."""
+    answer could not be checked at all (it then scores 0). A check with work the kernel must
+    not do for the grader (checks.framework.Outside) does it here, in ``outside``."""
     from ..checks import REGISTRY
 
     check = REGISTRY.get(call.check_name)
     if check is None:
         return f"internal: unknown check {call.check_name!r}"
     inputs = check.make_inputs(seed, call.hidden)
+    lent = check.outside if outside is not None else None
     try:
-        text = session.evaluate(check.probe_expression(call.answer_names, inputs))
+        text = session.evaluate(check.probe_expression(call.answer_names, inputs,
+                                                       lent.probe if lent else None))
         observations = json.loads(_literal(text))
     except ProbeUnavailable as error:
         names = ", ".join(call.answer_names)
@@ -114,6 +119,13 @@ def run_check(session: KernelSession, call: CheckCall, seed: int):
                 "make sure the notebook runs top to bottom.")
     except (ValueError, TypeError, RecursionError):
         return "the probe's answer was not valid data (was the kernel tampered with?)"
+    if lent is not None and isinstance(observations, dict) and "probe_error" not in observations:
+        try:
+            observations = lent.gather(inputs, observations, outside)
+        except CellTimeout:
+            raise
+        except Exception as error:  # noqa: BLE001 - learner code's trial fails this check only
+            return f"the answer could not be checked ({type(error).__name__}); it scores 0"
     try:
         return check.evaluate(inputs, observations, call.hidden)
     except Exception as error:  # noqa: BLE001 - malformed observations fail closed
@@ -332,7 +344,8 @@ def _check_item(session: KernelSession, config: WorkerConfig, submission: Submis
     for index, call in enumerate(item.calls):
         seed = case_seed(config.run_seed, submission.student, submission.lesson,
                          item.grade_id, index)
-        outcome = run_check(session, call, seed)
+        outside = OutsideSandbox(config.recipe, config.scratch_root, session.deadline)
+        outcome = run_check(session, call, seed, outside)
         if isinstance(outcome, str):  # not checkable at all: nothing else can be trusted
             return verdict(item, 0.0, ("Hidden test failed: " if call.hidden else "") + outcome)
         verdicts.append((call.hidden, outcome))

@@ -10,17 +10,18 @@ from ..framework import check, expect_no_error, fail
 def make_inputs(seed: int, hidden: bool) -> dict:
     rng = random.Random(seed if hidden else 0)
     micro = rng.choice([2, 4]) if hidden else 3
-    # The micro-batch size never equals their number: dividing the loss by the one instead of
-    # the other must change the result.
+    # The micro-batch size never equals their number: mistaking one for the other must show.
     size = rng.choice([n for n in range(2, 6) if n != micro]) if hidden else 4
 
     def draw(rows, cols):
         return [[round(rng.uniform(-1, 1), 4) for _ in range(cols)] for _ in range(rows)]
-
     calls = [[[draw(size, 4), [rng.randrange(3) for _ in range(size)]] for _ in range(micro)]
              for _ in range(2)]
     spec = {"w1": draw(6, 4), "b1": draw(1, 6)[0], "w2": draw(3, 6), "b2": draw(1, 3)[0]}
-    return {"spec": spec, "calls": calls, "lr": rng.choice([0.1, 0.3]) if hidden else 0.1}
+    # The probe's all-reduce scales the gradients by reduce_scale: the weights show how many
+    # all-reduces ran and on what, whatever a log kept in the kernel says.
+    return {"spec": spec, "calls": calls, "lr": rng.choice([0.1, 0.3]) if hidden else 0.1,
+            "reduce_scale": rng.choice([0.5, 1.5, 2.5]) if hidden else 1.5}
 
 
 def probe(accumulation_step, inputs):
@@ -38,6 +39,7 @@ def probe(accumulation_step, inputs):
 
         def logged_allreduce(state, bucket):
             log.append("all-reduce")
+            bucket.buffer().mul_(inputs["reduce_scale"])
             return allreduce_hook(state, bucket)
 
         def loss_fn(outputs, labels):
@@ -56,23 +58,21 @@ def probe(accumulation_step, inputs):
             if run.error:
                 break
         return calls
-
     created = not dist.is_initialized()
     if created:  # a world of one process: DDP all-reduces for real, with nobody to wait for
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         return observe()
     finally:
-        # Free the DDP model while its process group lives: freeing it after
-        # destroy_process_group() can deadlock in the reducer's destructor.
+        # Free the DDP model first: after destroy_process_group() its reducer can deadlock.
         gc.collect()
         if created:
             dist.destroy_process_group()
 
 
 def _reference(inputs: dict, scale: str = "mean", keep_grads: bool = False,
-               last_only: bool = False) -> list:
-    """Weights after each call: one SGD step on the mean loss of the micro-batches (or a bug)."""
+               last_only: bool = False, sync: str = "last") -> list:
+    """Weights after each call (``sync``: when the probe's all-reduce scales the grads)."""
     import torch
 
     model = build_mlp(inputs["spec"])
@@ -81,37 +81,43 @@ def _reference(inputs: dict, scale: str = "mean", keep_grads: bool = False,
     for batches in inputs["calls"]:
         if not keep_grads:
             optimizer.zero_grad()
-        for x, y in batches[-1:] if last_only else batches:
+        chosen = batches[-1:] if last_only else batches
+        for index, (x, y) in enumerate(chosen):
             loss = torch.nn.functional.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
             (loss / len(batches) if scale == "mean" else loss).backward()
+            if sync == "each" or (sync == "last" and index == len(chosen) - 1):
+                for parameter in model.parameters():
+                    parameter.grad.mul_(inputs["reduce_scale"])
         optimizer.step()
         after.append(parameter_values(model))
     return after
 
 
 def _close(a: list, b: list) -> bool:
-    import torch
-
-    return all(torch.allclose(torch.tensor(p), torch.tensor(q), rtol=1e-4, atol=1e-6)
+    from torch import allclose, tensor
+    return all(allclose(tensor(p), tensor(q), rtol=1e-4, atol=1e-6)
                for p, q in zip(a, b, strict=True))
 
 
 MISTAKES = [  # (how the weights come out, the cause it names, the fix)
-    ({"scale": "sum"},
-     ("the gradients of the micro-batches add up: the step is len(micro_batches) times too big"),
+    ({"scale": "sum"}, ("the gradients of the micro-batches add up: the step is "
+                        "len(micro_batches) times too big"),
      "divide each micro-batch's loss by len(micro_batches) before backward()."),
-    ({"last_only": True},
-     ("only the last micro-batch's gradient was left when the optimizer stepped: zero_grad() "
-      "inside the loop wipes the others"),
+    ({"last_only": True}, ("only the last micro-batch's gradient was left when the optimizer "
+                           "stepped: zero_grad() inside the loop wipes the others"),
      "call optimizer.zero_grad() once, at the start, not per micro-batch."),
     ({"keep_grads": True}, "the gradients of the previous call were still there",
      "start with optimizer.zero_grad() (or end with it after optimizer.step())."),
+    ({"sync": "each"}, "each micro-batch's gradients were all-reduced, whatever the log said",
+     "put all but the last micro-batch inside `with ddp_model.no_sync():`."),
+    ({"sync": "never"}, "the gradients were never all-reduced, whatever the log said",
+     "run the last micro-batch's forward and backward through ddp_model itself."),
 ]
 
 
 def _success(inputs: dict) -> str:
-    k = len(inputs["calls"][0])
-    return (f"accumulation_step() on a one-process DDP model, 2 calls of {k} micro-batches: one "
+    return (f"accumulation_step() on a one-process DDP model, 2 calls of "
+            f"{len(inputs['calls'][0])} micro-batches: one "
             "all-reduce each (after the last micro-batch), one optimizer step, and the weights "
             "of one step on the mean loss of all the micro-batches.")
 
@@ -143,8 +149,10 @@ def check_accumulation_step(inputs, observations, hidden):
                  "put the forward and backward of all but the last micro-batch inside "
                  "`with ddp_model.no_sync():`.")
         if log.count("step") != 1:
-            fail(f"{where}, optimizer.step() ran {log.count('step')} times.",
-                 "step once, after the last micro-batch's backward.")
+            fail(f"{where}, optimizer.step() ran {log.count('step')} times.", "step once, "
+                 "after the last micro-batch's backward.")
+    if len(observations) != len(inputs["calls"]):  # every call ran, or one failed above
+        raise ValueError("incomplete observations")
     expected = _reference(inputs)
     for index, parameters in enumerate(call["parameters"] for call in observations):
         if _close(parameters, expected[index]):

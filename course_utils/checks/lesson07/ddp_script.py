@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from ...probe import describe
 from .. import machines
-from ..framework import case, check, expect_no_error, fail
+from ..framework import Outside, case, check, expect_no_error, fail
 from .ddp_node_rules import CUDA_BUILD_WITHOUT_GPU, expect_right_cpu_node, expect_right_gpu_node
 from .ddp_script_rules import CASES, expect_run_finished
 
@@ -40,27 +40,36 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 def probe(script, inputs):
     """Run the script as one rank of a simulated GPU node, then with torchrun on 2 CPU ranks."""
     import os
-    from dataclasses import asdict
 
-    from course_utils.lab.distributed import RunConfig, launch_patiently, remove, simulate_rank
+    from course_utils.lab.distributed.trial import run_trial
 
     if not isinstance(script, (str, os.PathLike)) or not os.path.isfile(script):
         shown = repr(str(script))[:200] if isinstance(script, (str, os.PathLike)) else \
             f"{describe(script)['type']}"
         return {"script": shown, "simulated": None, "launch": None}
-    config = RunConfig(**inputs["config"])
-    simulated = simulate_rank(script, inputs["machine"], config=config, **inputs["node"])
-    cpu_node = asdict(simulate_rank(script, inputs["cpu_machine"], config=config, **inputs["node"]))
-    error = simulated.error
-    if error and error["type"] == "NotImplementedError" and error["raised_in"] is None:
-        return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
-                "launch": None}  # the stub
-    run = launch_patiently(script, 2, config=config, timeout=inputs["timeout_s"],
-                           stall=inputs["stall_s"], max_slowdown=inputs["max_slowdown"],
-                           hide_gpus=True)
-    remove(run)
-    return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
-            "launch": run.to_dict()}
+    return run_trial(script, inputs)
+
+
+def script_for_grader(script, inputs):
+    """When grading: only the script's text; the grader runs the trial in a sandbox."""
+    import os
+
+    from course_utils.lab.distributed.trial import script_text
+
+    text = script_text(script)
+    if text is None:
+        return {"script": repr(str(script))[:200] if isinstance(script, (str, os.PathLike))
+                else f"{describe(script)['type']}", "text": None}
+    return {"script": None, "text": text}
+
+
+def trial_by_grader(inputs: dict, facts: dict, sandbox) -> dict:
+    """The grader's side: the trial of the script's text, on inputs drawn at grading time."""
+    from ...lab.distributed.trial import trial_outside
+
+    if not isinstance(facts.get("text"), str):
+        return {"script": str(facts.get("script"))[:200], "simulated": None, "launch": None}
+    return trial_outside(facts["text"], inputs, sandbox)
 
 
 def _success(inputs: dict) -> str:
@@ -75,10 +84,15 @@ def _success(inputs: dict) -> str:
             "it picks gloo and the CPU.")
 
 
-@check(success=_success, make_inputs=make_inputs, probe=probe)
+@check(success=_success, make_inputs=make_inputs, probe=probe,
+       outside=Outside(script_for_grader, trial_by_grader))
 def check_ddp_script(inputs, observations, hidden):
     from ...lab import distributed as ddp
+    from ...lab.distributed.evidence import CheckpointFacts, unconfirmed
 
+    if observations.get("trial_error"):
+        fail(f"The check could not try your script: {observations['trial_error']}.",
+             "run this check in the notebook and read what it says.")
     if observations["simulated"] is None:
         fail(f"`script` is {observations['script']}, not the path of a script file.",
              "run the %%writefile cell of the exercise, then run this check again.")
@@ -91,6 +105,14 @@ def check_ddp_script(inputs, observations, hidden):
     run = ddp.Launch.from_dict(observations["launch"])
     expect_run_finished(run, inputs["stall_s"])
     config = ddp.RunConfig(**inputs["config"])
+    # The reports are written where the script runs: believed only when rank 0's checkpoint,
+    # read by the check, holds the weights the check's own training on them reaches.
+    problem = unconfirmed(run.ranks, config, CheckpointFacts(**(run.checkpoint or {
+        "kind": "missing"})))
+    if problem:
+        fail(f"Nothing confirms what the ranks did: {problem}.", "after the training loop, "
+             "`if rank == 0: torch.save(ddp_model.module.state_dict(), config.checkpoint)`; "
+             "the check trains on the same data itself and compares.")
     for name, weight, rule in CASES:
         with case(name, weight):
             rule(run.ranks, config, ddp.epoch_coverage(run.ranks))

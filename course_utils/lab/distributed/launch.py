@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..args import positive_int, positive_number
 from .config import RunConfig
+from .evidence import read_checkpoint
 from .records import CONFIG_ENV, DEADLINE_ENV, OUTPUT_TAIL, REPORTS_ENV, Launch, RankReport
 
 # Each rank runs under the rank runner (rank.py, through this package's __main__.py).
@@ -36,7 +37,7 @@ def torchrun_command(script: str | Path, nproc: int) -> list[str]:
 
 def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = None,
            timeout: float = 60.0, stall: float | None = None,
-           hide_gpus: bool = False) -> Launch:
+           hide_gpus: bool = False, folder: str | Path | None = None) -> Launch:
     """Run ``script`` on ``nproc`` processes with torchrun and return what each rank did.
 
     The script gets ``config`` (default ``RunConfig.example()``) through
@@ -44,7 +45,8 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     ``timeout`` seconds every process of the run is killed and ``timed_out`` is set. With
     ``stall``, the run is also ended (``stalled``) once every rank still running has wrapped
     its model in DDP and none has noted anything for ``stall`` seconds: they are waiting for
-    each other. ``hide_gpus`` sets ``CUDA_VISIBLE_DEVICES=""`` for the ranks.
+    each other. ``hide_gpus`` sets ``CUDA_VISIBLE_DEVICES=""`` for the ranks. ``folder`` (an
+    empty folder, made if missing) holds the run's files instead of a fresh temporary one.
     """
     path = Path(script)
     if not path.is_file():
@@ -53,7 +55,11 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
     positive_int(nproc, "nproc", "launch")
     timeout = positive_number(timeout, "timeout", "launch")
     stall = None if stall is None else positive_number(stall, "stall", "launch")
-    folder = Path(tempfile.mkdtemp(prefix="course-ddp-"))
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix="course-ddp-"))
+    else:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
     config = config or RunConfig.example()
     config = replace(config, checkpoint=str(folder / Path(config.checkpoint).name))
     (folder / "config.json").write_text(config.to_json())
@@ -85,7 +91,8 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
                 for rank in begun if rank not in reported]
     return Launch(command, process.returncode, ending == "timed out", seconds,
                   "".join(output)[-OUTPUT_TAIL:], reports, str(folder), begun, progress,
-                  stalled=ending == "stalled")
+                  stalled=ending == "stalled",
+                  checkpoint=read_checkpoint(Path(config.checkpoint)).to_dict())
 
 
 def launch_patiently(script: str | Path, nproc: int = 2, *, max_slowdown: float = 5.0,
