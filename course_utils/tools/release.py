@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 
 from ..paths import check_lessons, ensure_tools_on_path
+from .hosted import update_lessons
 from .hygiene import clean_notebook
 
 
@@ -50,9 +51,14 @@ def _differs(generated: Path, released: Path) -> bool:
 
 
 def release(root: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
-    """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted."""
-    drifted = []
+    """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted.
+
+    First each lesson's solutions/ notebook gets today's first cell (hosted.py), which holds
+    the repository address from pyproject.toml; with ``check``, a stale one is drift.
+    """
     chosen = check_lessons(root, lessons)
+    stale_sources = update_lessons(root, chosen, write=not check)
+    drifted = []
     with tempfile.TemporaryDirectory(prefix="course-release-") as folder:
         # nbgrader starts slowly: one run for the whole course when it is all asked for.
         for name in ["*"] if chosen == check_lessons(root, None) else chosen:
@@ -60,7 +66,7 @@ def release(root: Path, lessons: list[str] | None = None, check: bool = False) -
         for lesson in chosen:
             generated = Path(folder) / lesson
             released = root / "notebooks" / lesson
-            if _differs(generated, released):
+            if lesson in stale_sources or _differs(generated, released):
                 drifted.append(lesson)
                 if not check:
                     shutil.rmtree(released, ignore_errors=True)

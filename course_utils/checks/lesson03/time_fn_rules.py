@@ -6,9 +6,14 @@ from itertools import pairwise
 
 from ..framework import expect_close, expect_no_error, fail
 
-SYNC = ("course_utils.synchronize(device), which waits for the work queued on the device and "
-        "does nothing on the CPU (torch.accelerator.synchronize(device) raises for a CPU device, "
-        "and on a machine without an accelerator)")
+SYNC = ("course_utils.synchronize(device), which waits for the work queued on any accelerator "
+        "and does nothing on the CPU (torch.accelerator.synchronize(device) waits too, but "
+        "raises for a CPU device, and on a machine without an accelerator: call it only "
+        "when device.type != 'cpu')")
+# After a synchronisation that raised: the one call that cannot raise, and no alternative that
+# may be the very call that just failed.
+SAFE_SYNC = ("course_utils.synchronize(device), which waits for the work queued on any "
+             "accelerator and does nothing on the CPU")
 
 
 def verify(run: dict, result: dict, hidden: bool) -> None:
@@ -21,7 +26,7 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
     syncs = [event for event in log if event["event"] == "sync"]
     if error and syncs and syncs[-1]["device"] is None:  # the synchronisation itself raised
         fail(f"time_fn() called {syncs[-1]['api']}(), which raises {error['type']} on "
-             "this machine.", f"synchronise with {SYNC}.")
+             "this machine.", f"synchronise with {SAFE_SYNC}.")
     if error and log and log[-1]["event"] == "unfinished":  # as CUDA refuses it
         fail("time_fn() asked an event's elapsed_time() before the device had reached the end "
              "event, which raises on a GPU.", "after end.record(), wait with end.synchronize() "
