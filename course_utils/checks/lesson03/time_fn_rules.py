@@ -12,8 +12,9 @@ SYNC = ("course_utils.synchronize(device), which waits for the work queued on an
         "when device.type != 'cpu')")
 # After a synchronisation that raised: the one call that cannot raise, and no alternative that
 # may be the very call that just failed.
-SAFE_SYNC = ("course_utils.synchronize(device), which waits for the work queued on any "
-             "accelerator and does nothing on the CPU")
+SAFE_SYNC = ("course_utils.synchronize(device), which waits for the work queued on the device "
+             "and does nothing on the CPU (torch.accelerator's synchronize raises for a CPU "
+             "device, and on a machine without an accelerator)")
 
 
 def verify(run: dict, result: dict, hidden: bool) -> None:
