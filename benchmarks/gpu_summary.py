@@ -31,6 +31,8 @@ from course_utils import timing
 HERE = Path(__file__).resolve().parent
 SWEEP = [64, 128, 256, 512, 1024, 2048, 4096]
 LARGE = 8192
+# overhead.py's table rows: the variant's name, then ms per step and the speed-up over eager.
+STEP_ROW = re.compile(r"(\S.*?)\s+(\d+\.\d+)\s*(\d+\.\d+)x")
 # NVIDIA datasheets, dense BF16 on the tensor cores (without sparsity). Most specific first.
 BF16_PEAKS = (
     (r"H100.*PCIe", 756e12), (r"H100.*NVL", 835e12), (r"H100", 989e12),
@@ -95,15 +97,27 @@ def bf16_row(gpu: torch.device) -> tuple[str, str]:
 
 
 def compile_rows() -> list[tuple[str, str]]:
+    """overhead.py's compile time and its table of step times, one row each."""
     script = HERE / "overhead.py"
     if not script.exists():
         return [("torch.compile speed-up", "benchmarks/overhead.py not present yet")]
     result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True,
                             text=True)
-    lines = [line.strip() for line in result.stdout.splitlines() if "speed-up" in line]
     if result.returncode:
         return [("torch.compile (benchmarks/overhead.py)", f"FAILED, exit {result.returncode}")]
-    return [("overhead.py", line) for line in lines] or [("overhead.py", "no speed-up line")]
+    rows = []
+    in_table = False
+    for line in result.stdout.splitlines():
+        if line.startswith("torch.compile, first call"):
+            rows.append(("torch.compile, first call", line.split(": ", 1)[1]))
+        elif line.startswith("training step"):
+            in_table = True              # the header; the step rows follow it
+        elif in_table and (row := STEP_ROW.match(line)):
+            name, milliseconds, speed_up = row.groups()
+            rows.append((f"step: {name}", f"{milliseconds} ms, {speed_up}x over eager"))
+        else:
+            in_table = False
+    return rows or [("overhead.py", "printed no step times")]
 
 
 def main() -> int:
