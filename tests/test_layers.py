@@ -235,3 +235,15 @@ def test_a_cycle_is_reported(tmp_path):
     root = _package(tmp_path, {"lab/a.py": "from . import b\n", "lab/b.py": "from .a import x\n"})
     assert cycles(edges(root)) == [["course_utils.lab.a", "course_utils.lab.b",
                                     "course_utils.lab.a"]]
+
+
+CHECK_MODULE_LINES = 160  # docs/architecture.md: "A check ... at most 160 lines"
+
+
+def test_every_check_module_is_at_most_160_lines():
+    """Checks no exercise module (checks/lessonNN/) outgrows the bound; rules that would go to
+    <exercise>_rules.py beside it."""
+    modules = sorted(PACKAGE.glob("checks/lesson*/*.py"))
+    long = {str(path.relative_to(PACKAGE)): lines for path in modules
+            if (lines := len(path.read_text().splitlines())) > CHECK_MODULE_LINES}
+    assert not long, f"over {CHECK_MODULE_LINES} lines: {long}"
