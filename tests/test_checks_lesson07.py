@@ -80,6 +80,20 @@ def accumulation_sliced(ddp_model, micro_batches, loss_fn, optimizer):
     optimizer.step()
 
 
+def accumulation_weighted_by_samples(ddp_model, micro_batches, loss_fn, optimizer):
+    """Right: each micro-batch's mean loss weighted by its share of the samples (the mean over
+    all samples; with micro-batches of one size, the mean of their losses)."""
+    optimizer.zero_grad()
+    total = sum(len(labels) for _, labels in micro_batches)
+    *early, last = micro_batches
+    for features, labels in early:
+        with ddp_model.no_sync():
+            (loss_fn(ddp_model(features), labels) * len(labels) / total).backward()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) * len(labels) / total).backward()
+    optimizer.step()
+
+
 def accumulation_sync_first(ddp_model, micro_batches, loss_fn, optimizer):
     """Wrong: all-reduces the first micro-batch and accumulates the rest unsynced."""
     optimizer.zero_grad()
@@ -125,7 +139,8 @@ def accumulation_not_done(ddp_model, micro_batches, loss_fn, optimizer):
 
 @pytest.mark.parametrize("answer", [accumulation_step, accumulation_exit_stack,
                                     accumulation_zero_grad_last, accumulation_grads_divided,
-                                    accumulation_sliced], ids=lambda f: f.__name__)
+                                    accumulation_sliced, accumulation_weighted_by_samples],
+                         ids=lambda f: f.__name__)
 def test_accumulation_right_answers_keep_full_marks(answer, capsys):
     seeds = HIDDEN_SEEDS if answer is accumulation_step else []  # the visible run tells
     passes(checks.check_accumulation_step, answer, seeds=seeds)
