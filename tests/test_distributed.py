@@ -353,3 +353,28 @@ def test_simulated_rank_reports_the_scripts_error(tmp_path):
                          world_size=2)
     assert seen.error["type"] == "KeyError" and seen.error["line"]["lineno"] == 2
     assert not seen.reached_ddp
+
+
+def test_a_rank_traceback_shows_the_script_not_the_runner(tmp_path, capsys):
+    """Checks a failing script's traceback in a rank's output names the script's own lines and
+    the error, without runpy's or the course's frames (the recorder's patches, argument checks)."""
+    import runpy
+
+    from course_utils.lab.distributed.rank import print_script_traceback
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        from course_utils.lab.args import positive_int
+
+        def epochs():
+            return positive_int(-1, "epochs", "train")
+
+        epochs()
+        """))
+    with pytest.raises(ValueError) as raised:
+        runpy.run_path(str(script), run_name="__main__")
+    print_script_traceback(raised.value)
+    shown = capsys.readouterr().err
+    assert f'File "{script}", line 4, in epochs' in shown and "ValueError" in shown, shown
+    assert 'File "<frozen runpy>"' not in shown and "runpy.py" not in shown, shown
+    assert "course_utils/" not in shown, shown  # positive_int's own frame is left out

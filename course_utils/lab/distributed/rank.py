@@ -173,14 +173,38 @@ def run_rank(argv: list[str]) -> int:
                 error = describe_error(stop)
         except BaseException as raised:  # noqa: BLE001 - the script's error is data
             error = describe_error(raised)
-            import traceback
-            traceback.print_exc()  # the learner still sees the full traceback in the output
+            print_script_traceback(raised)  # the learner still sees where their script failed
     report = recorder.report(error)
     _close_process_group()
     partial = Path(folder, f"rank{rank}.json.part")
     partial.write_text(json.dumps(asdict(report)))
     partial.rename(Path(folder, f"rank{rank}.json"))  # readers never see half a file
     _exit_now(1 if error else 0)
+
+
+def print_script_traceback(raised: BaseException) -> None:
+    """The traceback on stderr without the runner's own frames (runpy's, and the course's
+    patches around torch's entry points), which say nothing about the learner's script."""
+    import traceback
+
+    package = Path(__file__).resolve().parents[2]  # course_utils/
+    runner = {runpy.__file__, "<frozen runpy>"}  # Python 3.11 shows the frozen module's name
+
+    def theirs(frame: traceback.FrameSummary) -> bool:
+        return (frame.filename not in runner
+                and package not in Path(frame.filename).resolve().parents)
+
+    whole = traceback.TracebackException.from_exception(raised)
+    pending, seen = [whole], set()
+    while pending:  # the exception and those it was raised from or during
+        summary = pending.pop()
+        if summary is None or id(summary) in seen:
+            continue
+        seen.add(id(summary))
+        summary.stack = traceback.StackSummary.from_list(
+            [frame for frame in summary.stack if theirs(frame)])
+        pending += [summary.__cause__, summary.__context__]
+    sys.stderr.write("".join(whole.format()))
 
 
 def _close_process_group() -> None:
