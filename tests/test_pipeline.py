@@ -176,10 +176,13 @@ def test_pinned_copies_timed_as_lesson_04_does_are_not_slower_than_pageable_ones
     assert 0 < copy_seconds(True) < copy_seconds(False) * 1.2
 
 
-def fake_profile(*ranges):
-    """A stand-in for a finished torch.profiler run: (device type, start µs, end µs) events."""
-    events = [SimpleNamespace(device_type=kind, time_range=SimpleNamespace(start=start, end=end))
-              for kind, start, end in ranges]
+def fake_profile(*ranges, annotations=()):
+    """A stand-in for a finished torch.profiler run: (device type, start µs, end µs) events,
+    and ``annotations``: record_function ranges as they show on the device's timeline."""
+    events = [SimpleNamespace(device_type=kind, time_range=SimpleNamespace(start=start, end=end),
+                              is_user_annotation=annotated)
+              for annotated, spans in ((False, ranges), (True, annotations))
+              for kind, start, end in spans]
     return SimpleNamespace(events=lambda: events)
 
 
@@ -189,6 +192,14 @@ def test_device_busy_seconds_counts_overlapping_device_events_once():
                            (cuda, 202, 205))
     assert pipeline.device_busy_seconds(profile) == pytest.approx(160e-6)
     assert pipeline.device_busy_seconds(fake_profile((cpu, 0, 50))) == 0.0
+
+
+def test_device_busy_seconds_leaves_out_record_function_ranges_on_the_device():
+    """Checks a record_function range on the GPU's timeline, which spans the gaps between its
+    kernels, does not count as busy time (lesson 04 measured 10 ms for 0.6 ms of kernels)."""
+    cuda = torch.autograd.DeviceType.CUDA
+    profile = fake_profile((cuda, 100, 110), (cuda, 5_000, 5_030), annotations=[(cuda, 0, 9_000)])
+    assert pipeline.device_busy_seconds(profile) == pytest.approx(40e-6)
 
 
 def test_device_busy_seconds_of_a_cpu_profile_is_zero():
@@ -201,16 +212,17 @@ def test_device_busy_seconds_of_a_cpu_profile_is_zero():
 
 @pytest.mark.gpu
 def test_device_busy_seconds_sees_gpu_work_and_idle_time():
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     a = torch.randn(2048, 2048, device="cuda")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as run:
         torch.cuda.synchronize()
         started = time.perf_counter()
-        for _ in range(5):
-            a @ a
-        torch.cuda.synchronize()
-        time.sleep(0.05)  # the GPU idles
+        with record_function("all of it"):  # a range on the GPU's timeline that must not count
+            for _ in range(5):
+                a @ a
+            torch.cuda.synchronize()
+            time.sleep(0.05)  # the GPU idles
         wall = time.perf_counter() - started
     busy = pipeline.device_busy_seconds(run)
     assert 0 < busy < wall - 0.04

@@ -208,11 +208,15 @@ def device_busy_seconds(profile) -> float:
     """Seconds during which the accelerator ran something, in a ``torch.profiler`` run.
 
     The union of the time ranges of the profile's device events (kernels, copies, memsets):
-    kernels that overlap on several streams count once. 0.0 when only the CPU was profiled.
+    kernels that overlap on several streams count once. A ``record_function`` range also shows
+    on the device's timeline (a user annotation), spanning the gaps between its kernels: it is
+    left out, as PyTorch's own device-time totals leave it out. 0.0 when only the CPU was
+    profiled.
     """
     intervals = sorted((event.time_range.start, event.time_range.end)
                        for event in profile.events()
-                       if event.device_type != torch.autograd.DeviceType.CPU)
+                       if event.device_type != torch.autograd.DeviceType.CPU
+                       and not event.is_user_annotation)
     busy_us, covered_until = 0.0, float("-inf")
     for start, end in intervals:
         if end > covered_until:
