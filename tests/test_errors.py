@@ -39,3 +39,15 @@ def test_the_failed_block_is_freed_at_once_not_by_a_later_garbage_collection():
     finally:
         gc.enable()
     assert shown.error.__traceback__ is None and shown.error.__cause__.__traceback__ is None
+
+
+def test_a_long_message_is_shown_whole_up_to_its_advice():
+    """Checks show_error prints a long error's end (PyTorch's out-of-memory advice comes after
+    character 400) and cuts only a pathological one."""
+    from course_utils.lab.errors import MESSAGE_CHARS, short_error
+
+    advice = "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF"
+    text = short_error(RuntimeError("CUDA out of memory. " + "x" * 500 + " " + advice))
+    assert text.endswith(advice)
+    huge = short_error(RuntimeError("y" * (3 * MESSAGE_CHARS)))
+    assert len(huge) < MESSAGE_CHARS + 100 and huge.endswith("[...]")

@@ -25,12 +25,19 @@ class ShownError:
         return self.error is not None
 
 
+MESSAGE_CHARS = 2000  # a pathological message (a huge tensor's repr) stays readable
+
+
 def short_error(error: BaseException) -> str:
     """'RuntimeError: message' plus, when known, the line of the learner's code that raised."""
     from ..probe import describe_error
 
     facts = describe_error(error)
-    message = facts["message"].strip()
+    # The whole message, not the probes' 400-character summary: PyTorch puts its advice at the
+    # end (the out-of-memory error's PYTORCH_CUDA_ALLOC_CONF came after character 400).
+    message = str(error).strip()
+    if len(message) > MESSAGE_CHARS:
+        message = message[:MESSAGE_CHARS] + " [...]"
     text = f"{facts['type']}: {message}" if message else facts["type"]
     if facts["line"]:
         text += f"\n    raised by: {facts['line']['text']}"
