@@ -82,6 +82,13 @@ class KernelRecipe:
         """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
         return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
 
+    @property
+    def worker_group(self) -> str:
+        """This worker's group inside the run's (relative to control's roots): its kernels'
+        groups and those of the sandboxes its checks borrow (outside.py) are made in it, so
+        that the run's end removes them, and all they hold, even after the worker is killed."""
+        return f"{self.group}/w{os.getpid()}"
+
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
@@ -123,7 +130,7 @@ class KernelSession:
         # a kernel started late must not make the run's group again, outliving the run.
         self.group: cgroups.Group | None = None
         if recipe.control.enforced:
-            slot = cgroups.Group(recipe.control, f"{recipe.group}/w{os.getpid()}")
+            slot = cgroups.Group(recipe.control, recipe.worker_group)
             if not slot.folders or not slot.folders[0].exists():
                 slot.create(None, parents=False)
             self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
