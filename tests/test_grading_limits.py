@@ -240,11 +240,84 @@ def test_nothing_survives_and_the_machine_gets_its_memory_back(graded):
     # This run's group only: a grading test on another pytest worker may have its own now.
     assert outcome.group.startswith("course-grade-")
     for root in outcome.resources.roots:
-        assert not (Path(root) / outcome.group).exists(), root
+        folder = Path(root) / outcome.group
+        assert not folder.exists(), (
+            f"{folder} is still there, though groups_left={outcome.groups_left}; below it: "
+            f"{sorted(str(child) for child in folder.rglob('*') if child.is_dir())}")
     # Other work on a shared machine moves this by a GiB or so; an attack left holding its
     # memory would hold 3 GiB.
     assert _available_mib() > memory_before - 2048
     assert len(_pids()) < processes_before + 40
+
+
+def test_the_run_group_goes_only_once_every_worker_is_gone(tmp_path, monkeypatch):
+    """Checks `course grade` removes its control group after its workers have left (a worker
+    still running could start a kernel, and so make the group again, after the removal),
+    and that no folder of the group is left in any hierarchy."""
+    if not cgroups.detect().enforced:
+        pytest.skip(f"no control groups here: {cgroups.detect().problem}")
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    alive_at_removal = []
+    remove = cgroups.Group.remove
+
+    def remove_and_note(group, *args, **kwargs):
+        if group.name.startswith("course-grade-") and "/" not in group.name:  # the run's
+            alive_at_removal.extend(f"{child.name} (pid {child.pid})" for child in
+                                    set(multiprocessing.active_children()) - before)
+        return remove(group, *args, **kwargs)
+
+    monkeypatch.setattr(cgroups.Group, "remove", remove_and_note)
+    (tmp_path / "submissions").mkdir()
+    outcome = grade(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=2, seed=1)
+    assert outcome.group.startswith("course-grade-") and outcome.groups_left == []
+    assert alive_at_removal == [], "workers were still running when the run's group was removed"
+    left = [root for root in outcome.resources.roots if (Path(root) / outcome.group).exists()]
+    assert left == [], f"{outcome.group} is still there in {left}"
+
+
+def test_a_kernel_started_late_does_not_make_the_run_group_again(tmp_path):
+    """Checks a kernel set up after its run's group was removed fails instead of making the
+    group (and its worker's) again, in any hierarchy."""
+    control = cgroups.detect()
+    if not control.enforced:
+        pytest.skip(f"no control groups here: {control.problem}")
+    from course_utils.grading.session import KernelRecipe, KernelSession
+
+    run = cgroups.Group(control, f"course-grade-late-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        assert run.create(None).remove() == []
+        recipe = KernelRecipe(Limits(), {}, control=control, group=run.name)
+        with pytest.raises(FileNotFoundError):
+            KernelSession(tmp_path / "kernel", recipe, corpus.LESSON)
+        assert [folder for folder in run.folders if folder.exists()] == []
+    finally:
+        run.remove()
+
+
+def test_remove_lists_a_group_made_again_meanwhile(tmp_path, monkeypatch):
+    """Checks Group.remove reports what is there once it is done: a group that something
+    makes again as it is removed (a late kernel's mkdir) is listed as left, not as removed;
+    the folders stand in for v1 hierarchies."""
+    roots = tuple(str(tmp_path / controller) for controller in cgroups.V1_CONTROLLERS)
+    group = cgroups.Group(cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=roots),
+                          "course-grade-x")
+    for folder in group.folders:
+        (folder / "w1" / "k1").mkdir(parents=True)
+    rmdir = Path.rmdir
+
+    def rmdir_and_make_again(path):
+        rmdir(path)
+        if path.name == group.name:
+            path.mkdir()
+
+    monkeypatch.setattr(Path, "rmdir", rmdir_and_make_again)
+    assert group.remove(wait_s=0.3) == group.folders
+    assert all(folder.exists() for folder in group.folders)
+    monkeypatch.setattr(Path, "rmdir", rmdir)
+    assert group.remove() == []
+    assert not any(folder.exists() for folder in group.folders)
 
 
 @pytest.mark.parametrize("student", FLOODS)

@@ -236,12 +236,15 @@ class Group:
     def folders(self) -> list[Path]:
         return [Path(root) / self.name for root in self.control.roots]
 
-    def create(self, limits: SandboxLimits | None, cpu_tasks: int = 1) -> Group:
+    def create(self, limits: SandboxLimits | None, cpu_tasks: int = 1, *,
+               parents: bool = True) -> Group:
         """Make the group (and its parents); ``limits`` None: a parent holding a CPU share
         worth ``cpu_tasks`` busy processes outside it (the kernel weighs a group as one
-        process: a whole grading run must not count as one among the machine's others)."""
+        process: a whole grading run must not count as one among the machine's others).
+        ``parents=False``: only inside a parent that exists, else FileNotFoundError (a
+        grading kernel's group never makes its run's group again once the run removed it)."""
         for folder in self.folders:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=parents, exist_ok=True)
         if self.control.backend is Backend.V2:
             root = Path(self.control.roots[0])
             for parent in [root, *reversed(self.folders[0].parents)]:
@@ -316,22 +319,22 @@ class Group:
             time.sleep(0.02)
 
     def remove(self, wait_s: float = 10.0) -> list[Path]:
-        """Kill what is left and remove the group and its children; the folders that could
-        not be removed (none, unless a process outlived ``wait_s`` of SIGKILLs)."""
+        """Kill what is left and remove the group and its children; the folders that are
+        still there afterwards (none, unless a process outlived ``wait_s`` of SIGKILLs or
+        something kept making the group again), deepest first."""
         self.kill()
         # A killed process leaves its group a moment after it dies (the kernel still frees
         # its memory): until then rmdir says EBUSY, so try again for a while.
         deadline = time.monotonic() + wait_s
         while True:
-            left = []
             for folder in self.folders:
                 for child in sorted(_subgroups(folder), key=lambda p: -len(p.parts)):
-                    try:
+                    with contextlib.suppress(OSError):  # gone already, or busy: see below
                         child.rmdir()
-                    except FileNotFoundError:
-                        pass
-                    except OSError:
-                        left.append(child)
+            # What is there now, looked at after the last rmdir: a folder made again meanwhile
+            # (a process starting a group inside this one) counts as left, never as removed.
+            left = sorted((child for folder in self.folders for child in _subgroups(folder)),
+                          key=lambda p: -len(p.parts))
             if not left or time.monotonic() > deadline:
                 return left
             self.kill(wait_s=0.5)
@@ -367,11 +370,15 @@ class GroupCounters:
 
 
 def _subgroups(folder: Path) -> Iterator[Path]:
-    if folder.is_dir():
-        yield folder
-        for child in folder.iterdir():
-            if child.is_dir():
-                yield from _subgroups(child)
+    """``folder`` and every group below it, parents first; nothing where it is gone (a
+    group removed meanwhile is skipped, not an error)."""
+    try:
+        children = [child for child in folder.iterdir() if child.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    yield folder
+    for child in children:
+        yield from _subgroups(child)
 
 
 def _field(path: Path, name: str) -> int:

@@ -4,7 +4,8 @@ Lesson 07's check launches the learner's DDP script with torchrun. Launched from
 kernel, everything about the run would be the kernel's word; so when grading, the worker runs
 it here instead: a fresh scratch folder under the run's scratch root (which no kernel sees),
 and :func:`sandbox.run` with the limits a grading kernel has (memory, processes, open files,
-file size; its own cgroup; as nobody when grading as root), bounded by the submission's
+file size; its own cgroup, inside the worker's, so that it shares the worker's CPU and goes
+with the run's group; as nobody when grading as root), bounded by the submission's
 remaining time. The check reads back what it needs from the folder, which is deleted after.
 """
 from __future__ import annotations
@@ -53,4 +54,5 @@ class OutsideSandbox:
                            processes=limits.max_processes,
                            open_files=limits.max_open_files or 1024, env=env,
                            hidden=recipe.hidden, use_limits=recipe.control.enforced,
-                           confined=recipe.bwrap is not None)
+                           confined=recipe.bwrap is not None,
+                           inside=recipe.worker_group if recipe.control.enforced else "")

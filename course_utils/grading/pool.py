@@ -170,7 +170,13 @@ class WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:
-        _shut_down(self._workers + self._surplus)
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker and wait until each is gone (killed if it is not within 10 s),
+        with the kernels it started; a second call does nothing."""
+        workers, self._workers, self._surplus = self._workers + self._surplus, [], []
+        _shut_down(workers)
 
     def run(self, submissions: list[Submission], config: WorkerConfig,
             on_result: Callable[[SubmissionResult], None],

@@ -160,8 +160,13 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
         finally:
             recorder.close()
             groups_left = []
-            if resources.enforced:  # no survivor: whatever a submission left is killed here
-                groups_left = [str(folder) for folder in run_group.remove()]
+            try:
+                # Every worker is gone first, its kernels with it: a worker still running
+                # could start a kernel, and so make the run's group again, after its removal.
+                pool.close()
+            finally:
+                if resources.enforced:  # no survivor: whatever a submission left is killed here
+                    groups_left = [str(folder) for folder in run_group.remove()]
             shutil.rmtree(scratch_root, ignore_errors=True)
             rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
     return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,

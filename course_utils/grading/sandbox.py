@@ -339,7 +339,7 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
         max_file_mb: int = 64, output_bytes: int = 1_000_000,
         env: Mapping[str, str] | None = None, readable: Sequence[Path] = (),
         hidden: Sequence[Path] = (), processes: int = 256, open_files: int = 1024,
-        use_limits: bool = True, confined: bool = True) -> SandboxedRun:
+        use_limits: bool = True, confined: bool = True, inside: str = "") -> SandboxedRun:
     """Run ``command`` in a fresh sandbox in ``scratch``, with the limits a grading kernel
     has; kill it and all it started after ``timeout`` s (wall time).
 
@@ -352,7 +352,10 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
     to :func:`default_env`. Raises SandboxUnavailable where bwrap is missing, and
     cgroups.LimitsUnavailable where no cgroup can be made (``use_limits=False`` runs
     without). ``confined=False`` (a grader run with --unsafe-no-sandbox) runs it without the
-    sandbox, as the grading user, with the limits alone. Example (two DDP ranks on the CPU)::
+    sandbox, as the grading user, with the limits alone. ``inside``: a cgroup (relative to
+    the roots) that exists, to make the run's group in (a grading worker's: the grading
+    run's end removes it even if the worker was killed mid-run); by default, at the roots.
+    Example (two DDP ranks on the CPU)::
 
         done = run(["torchrun", "--standalone", "--nproc_per_node=2", "train.py"],
                    scratch=folder, timeout=120)
@@ -376,7 +379,9 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
     limits = cgroups.SandboxLimits(memory_mb, processes, open_files)
     group = None
     if control.enforced:
-        group = cgroups.Group(control, f"course-run-{os.getpid()}-{next(_runs)}").create(limits)
+        name = f"course-run-{os.getpid()}-{next(_runs)}"
+        group = cgroups.Group(control, f"{inside}/{name}" if inside else name).create(
+            limits, parents=not inside)
     argv = cgroups.launcher_argv(group, limits, argv)
     started = time.monotonic()
     # Output goes to files the sandbox cannot see (their size is capped by the file-size

@@ -82,6 +82,13 @@ class KernelRecipe:
         """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
         return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
 
+    @property
+    def worker_group(self) -> str:
+        """This worker's group inside the run's (relative to control's roots): its kernels'
+        groups and those of the sandboxes its checks borrow (outside.py) are made in it, so
+        that the run's end removes them, and all they hold, even after the worker is killed."""
+        return f"{self.group}/w{os.getpid()}"
+
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
@@ -118,14 +125,16 @@ class KernelSession:
             command = bwrap_argv(command, confinement, bwrap=recipe.bwrap,
                                  switch_user=recipe.user >= 0)
         # Its own cgroup, inside its worker's (which holds the worker's CPU share), so that
-        # the spares a worker starts share that worker's CPU instead of taking more.
+        # the spares a worker starts share that worker's CPU instead of taking more. Both are
+        # made only inside the run's group (FileNotFoundError once the run has removed it):
+        # a kernel started late must not make the run's group again, outliving the run.
         self.group: cgroups.Group | None = None
         if recipe.control.enforced:
-            slot = cgroups.Group(recipe.control, f"{recipe.group}/w{os.getpid()}")
+            slot = cgroups.Group(recipe.control, recipe.worker_group)
             if not slot.folders or not slot.folders[0].exists():
-                slot.create(None)
+                slot.create(None, parents=False)
             self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
-            self.group.create(recipe.sandbox_limits)
+            self.group.create(recipe.sandbox_limits, parents=False)
         if recipe.control.enforced or recipe.limits.max_open_files:
             command = cgroups.launcher_argv(self.group, recipe.sandbox_limits, command)
         self.user = recipe.user
