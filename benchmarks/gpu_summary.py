@@ -105,9 +105,14 @@ def compile_rows() -> list[tuple[str, str]]:
                             text=True)
     if result.returncode:
         return [("torch.compile (benchmarks/overhead.py)", f"FAILED, exit {result.returncode}")]
+    return overhead_rows(result.stdout)
+
+
+def overhead_rows(printed: str) -> list[tuple[str, str]]:
+    """The rows of overhead.py's output: its compile time, then each step below its header."""
     rows = []
     in_table = False
-    for line in result.stdout.splitlines():
+    for line in printed.splitlines():
         if line.startswith("torch.compile, first call"):
             rows.append(("torch.compile, first call", line.split(": ", 1)[1]))
         elif line.startswith("training step"):
