@@ -13,6 +13,7 @@ Screenshots of each step go to a folder printed on failure. With
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import signal
@@ -176,13 +177,21 @@ def wait_for_notebook_kernel(page, notebook: Path) -> None:
     kernel the notebook names yet, so each of the lesson's 15 code cells opens a Select Kernel
     dialog, queued one behind the other, and each one accepted starts the kernel again (seen in
     CI on a loaded machine: the dialog "stayed open" after its Select button was clicked). The
-    status bar's kernel item reads "<kernel> | Idle" only once the kernel is connected and idle.
+    course's labs refuse such a run with one notice instead (jupyter/lab-settings), and nothing
+    runs. The status bar's kernel item reads "<kernel> | Idle" only once the kernel is connected
+    and idle.
     """
     from playwright.sync_api import expect
 
     display_name = nbformat.read(notebook, as_version=4).metadata.kernelspec.display_name
     kernel_status = page.locator("#jp-main-statusbar .jp-StatusBar-TextItem", has_text=" | ")
     expect(kernel_status).to_have_text(f"{display_name} | Idle", timeout=120_000)
+
+
+def lab_setting_default(lab: Lab, plugin: str, key: str):
+    """The default the lab gives one of JupyterLab's settings (before a user's own settings)."""
+    with urllib.request.urlopen(lab.url(f"/lab/api/settings/{plugin}"), timeout=30) as answer:
+        return json.load(answer)["schema"]["properties"][key].get("default")
 
 
 def assert_no_kernel_choice(page) -> None:
@@ -264,6 +273,9 @@ def test_learner_and_instructor_in_a_real_browser(tmp_path, grading_sandbox_or_n
 
             # 1. The learner's lab: lesson 00, run every cell.
             labs.append(Lab(course, "lab", tmp_path / "lab.log"))
+            # Run All while the kernel starts: one notice, not a dialog per code cell.
+            assert lab_setting_default(labs[-1], "@jupyterlab/notebook-extension:tracker",
+                                       "enableKernelInitNotification") is True
             page.goto(labs[-1].url(f"/lab/tree/{LESSON}/{NOTEBOOK}"))
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             nb = run_all_cells(page, release)
