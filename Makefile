@@ -30,6 +30,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 HERE := $(abspath .)
 LEARNER_ENV := JUPYTER_CONFIG_PATH="$(HERE)/jupyter/learner$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	JUPYTER_PATH="$(HERE)/jupyter/share$(if $(JUPYTER_PATH),:$(JUPYTER_PATH))"
+# Both labs' defaults for JupyterLab's own settings (jupyter/README.md); a learner's settings win.
+LAB_SETTINGS := --LabApp.app_settings_dir="$(HERE)/jupyter/lab-settings"
 # nbgrader runs `alembic` (gradebook migrations) from PATH.
 INSTRUCTOR_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH" \
 	JUPYTER_CONFIG_PATH="$(HERE)/jupyter/instructor$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
@@ -64,13 +66,13 @@ $(TEST_STAMP): $(STAMP)
 
 # Learners: the released notebooks, learner extensions only.
 lab: $(STAMP)
-	$(LEARNER_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_FLAGS)
+	$(LEARNER_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_SETTINGS) $(ROOT_FLAG) $(LAB_FLAGS)
 
 # Instructors: the whole course (formgrader needs the course folder inside the lab's root),
 # with the gradebook migrated and the lessons registered before formgrader first opens.
 instructor: $(TEST_STAMP)
 	$(INSTRUCTOR_ENV) $(VENV)/bin/course gradebook
-	$(INSTRUCTOR_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(HERE)" $(ROOT_FLAG) $(LAB_FLAGS)
+	$(INSTRUCTOR_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(HERE)" $(LAB_SETTINGS) $(ROOT_FLAG) $(LAB_FLAGS)
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

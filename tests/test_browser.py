@@ -12,8 +12,8 @@ Screenshots of each step go to a folder printed on failure. With
 """
 from __future__ import annotations
 
-import contextlib
 import csv
+import json
 import os
 import shutil
 import signal
@@ -167,23 +167,38 @@ def write_submissions(course: Path) -> None:
         writer.writerows([*row, f"{row[0]}@example.org"] for row in ROSTER)
 
 
-def accept_kernel_choice(page) -> bool:
-    """JupyterLab may ask which kernel to start; take the one it proposes."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+def wait_for_notebook_kernel(page, notebook: Path) -> None:
+    """Wait until the lab has started, by itself, the kernel the notebook names, and it is idle.
 
-    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    if not dialog.count():
-        return False
-    # A click that lands while the dialog is still being built is lost (seen once in CI: the
-    # dialog stayed open for 30 s), so click again until it closes.
-    deadline = time.monotonic() + 60
-    while dialog.count():
-        if time.monotonic() > deadline:
-            raise AssertionError("JupyterLab's Select Kernel dialog did not close in 60 s")
-        with contextlib.suppress(PlaywrightTimeout):
-            dialog.locator("button.jp-mod-accept").click(timeout=5_000)  # the proposed kernel
-            dialog.wait_for(state="detached", timeout=5_000)
-    return True
+    The toolbar's execution indicator cannot tell: it reads "idle" from the moment it is drawn,
+    before the lab has asked for any kernel. Run All before the kernel is up runs every code
+    cell at once against no kernel. JupyterLab's default then has each cell ask for a kernel of
+    its own; while the lab is still writing the notebook's first checkpoint it has not read the
+    kernel the notebook names yet, so each of the lesson's 15 code cells opens a Select Kernel
+    dialog, queued one behind the other, and each one accepted starts the kernel again (seen in
+    CI on a loaded machine: the dialog "stayed open" after its Select button was clicked). The
+    course's labs refuse such a run with one notice instead (jupyter/lab-settings), and nothing
+    runs. The status bar's kernel item reads "<kernel> | Idle" only once the kernel is connected
+    and idle.
+    """
+    from playwright.sync_api import expect
+
+    display_name = nbformat.read(notebook, as_version=4).metadata.kernelspec.display_name
+    kernel_status = page.locator("#jp-main-statusbar .jp-StatusBar-TextItem", has_text=" | ")
+    expect(kernel_status).to_have_text(f"{display_name} | Idle", timeout=120_000)
+
+
+def lab_setting_default(lab: Lab, plugin: str, key: str):
+    """The default the lab gives one of JupyterLab's settings (before a user's own settings)."""
+    with urllib.request.urlopen(lab.url(f"/lab/api/settings/{plugin}"), timeout=30) as answer:
+        return json.load(answer)["schema"]["properties"][key].get("default")
+
+
+def assert_no_kernel_choice(page) -> None:
+    """The lab must start the kernel the notebook names without asking the learner."""
+    asked = page.locator(".jp-Dialog", has_text="Select Kernel")
+    assert not asked.count(), ("JupyterLab asked which kernel to start: "
+                               f"{asked.first.inner_text()!r}")
 
 
 def save_field(page, field, value: str, api: str) -> None:
@@ -207,21 +222,13 @@ def save_field(page, field, value: str, api: str) -> None:
 
 def run_all_cells(page, saved: Path) -> nbformat.NotebookNode:
     """Run → Run All Cells, wait for the kernel, save; the notebook as the lab saved it."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+    wait_for_notebook_kernel(page, saved)
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
-        accept_kernel_choice(page)
-        try:
-            page.get_by_role("menuitem", name="Run", exact=True).click(timeout=10_000)
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10_000)
-        except PlaywrightTimeout:
-            # The Select Kernel dialog can open just after the look above and take the click
-            # (seen once on a loaded machine: the menu waited 30 s behind it): look again.
-            continue
+        page.get_by_role("menuitem", name="Run", exact=True).click(timeout=10_000)
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click(timeout=10_000)
         time.sleep(1)
-        if accept_kernel_choice(page):
-            continue  # the run was dropped while the lab asked: run again
+        assert_no_kernel_choice(page)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                                timeout=120_000)
         page.keyboard.press("Control+s")
@@ -266,10 +273,11 @@ def test_learner_and_instructor_in_a_real_browser(tmp_path, grading_sandbox_or_n
 
             # 1. The learner's lab: lesson 00, run every cell.
             labs.append(Lab(course, "lab", tmp_path / "lab.log"))
+            # Run All while the kernel starts: one notice, not a dialog per code cell.
+            assert lab_setting_default(labs[-1], "@jupyterlab/notebook-extension:tracker",
+                                       "enableKernelInitNotification") is True
             page.goto(labs[-1].url(f"/lab/tree/{LESSON}/{NOTEBOOK}"))
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=60_000)
             nb = run_all_cells(page, release)
             outputs = {cell.metadata.get("nbgrader", {}).get("grade_id"): cell.outputs
                        for cell in nb.cells if cell.cell_type == "code"}
