@@ -11,12 +11,14 @@ On a CUDA device it measures, each figure the median of warmed-up, synchronised 
 * a large bf16 matmul's achieved TFLOP/s against the device's published dense bf16 peak;
 * the speed-up of autocast over float32 for a training step of benchmarks/mixed_precision.py's
   wide MLP;
-* torch.compile's speed-up, from benchmarks/overhead.py's own output, when that file exists.
+* lesson 08's closing comparison (eager, compiled, reduce-overhead, one whole-step CUDA graph on
+  two workloads), from the JSON summary line that benchmarks/overhead.py prints last.
 
 Without a CUDA device it says so and exits 0. A benchmark, not a test: run it on an idle machine.
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -31,8 +33,6 @@ from course_utils import timing
 HERE = Path(__file__).resolve().parent
 SWEEP = [64, 128, 256, 512, 1024, 2048, 4096]
 LARGE = 8192
-# overhead.py's table rows: the variant's name, then ms per step and the speed-up over eager.
-STEP_ROW = re.compile(r"(\S.*?)\s+(\d+\.\d+)\s*(\d+\.\d+)x")
 # NVIDIA datasheets, dense BF16 on the tensor cores (without sparsity). Most specific first.
 BF16_PEAKS = (
     (r"H100.*PCIe", 756e12), (r"H100.*NVL", 835e12), (r"H100", 989e12),
@@ -97,32 +97,47 @@ def bf16_row(gpu: torch.device) -> tuple[str, str]:
 
 
 def compile_rows() -> list[tuple[str, str]]:
-    """overhead.py's compile time and its table of step times, one row each."""
+    """overhead.py's rows: each step's time and speed-up over its workload's eager step."""
     script = HERE / "overhead.py"
     if not script.exists():
-        return [("torch.compile speed-up", "benchmarks/overhead.py not present yet")]
+        return [("overhead.py", "benchmarks/overhead.py not present")]
     result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True,
                             text=True)
     if result.returncode:
-        return [("torch.compile (benchmarks/overhead.py)", f"FAILED, exit {result.returncode}")]
+        return [("overhead.py", f"FAILED, exit {result.returncode}")]
     return overhead_rows(result.stdout)
 
 
 def overhead_rows(printed: str) -> list[tuple[str, str]]:
-    """The rows of overhead.py's output: its compile time, then each step below its header."""
-    rows = []
-    in_table = False
+    """The rows of overhead.py's JSON summary (its last line that is one): each measured step's
+    time, speed-up over its workload's eager row, and what may make the figure wrong."""
+    found = None
     for line in printed.splitlines():
-        if line.startswith("torch.compile, first call"):
-            rows.append(("torch.compile, first call", line.split(": ", 1)[1]))
-        elif line.startswith("training step"):
-            in_table = True              # the header; the step rows follow it
-        elif in_table and (row := STEP_ROW.match(line)):
-            name, milliseconds, speed_up = row.groups()
-            rows.append((f"step: {name}", f"{milliseconds} ms, {speed_up}x over eager"))
-        else:
-            in_table = False
-    return rows or [("overhead.py", "printed no step times")]
+        if line.startswith("{"):
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict) and parsed.get("benchmark") == "overhead":
+                found = parsed
+    if found is None:
+        return [("overhead.py", "printed no JSON summary")]
+    eager = {row["workload"]: row["ms"] for row in found.get("rows", [])
+             if row.get("row") == "eager, fused AdamW" and "ms" in row}
+    rows = []
+    for row in found.get("rows", []):
+        if "ms" not in row:
+            continue
+        value = f"{row['ms']:.3f} ms"
+        if eager.get(row["workload"]):
+            value += f", {eager[row['workload']] / row['ms']:.2f}x over eager"
+        if "reduce-overhead" in row["row"]:
+            skips = row.get("cudagraph_skips", 0)
+            value += ", graphed" if skips == 0 else f", NOT graphed ({skips} cudagraph skips)"
+        if row.get("noisy"):
+            value += " (noisy)"
+        rows.append((f"step, {row['workload']}: {row['row']}", value))
+    return rows or [("overhead.py", "measured no step")]
 
 
 def main() -> int:

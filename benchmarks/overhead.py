@@ -1,119 +1,386 @@
-"""Removing overhead, measured: lesson 08's training step made faster step by step.
+"""What each overhead-removing technique does, and where it pays: lesson 08's closing comparison.
 
-    .venv/bin/python benchmarks/overhead.py [--min-run-time 1.0]
+    .venv/bin/python benchmarks/overhead.py [--min-run-time 0.3] [--no-profile]
 
-On this machine's device (course_utils.get_device) it prints:
+On this machine's device (course_utils.get_device), for two workloads, one AdamW training step:
 
-* the time to compile the step with torch.compile (its first call), apart from the steady state;
-* the fastest time per training step (AdamW, lesson 08's MLP 64-256-10 with GELU,
-  batch 256) of: eager with the for-loop AdamW, + fused AdamW, + torch.compile (Inductor), and on
-  CUDA + CUDA graphs (mode="reduce-overhead"), each the median of timing.benchmark, with the
-  speed-up over the first, the fastest block (the better guess on a busy machine) and
-  timing.benchmark's warning where the machine was too busy;
-* per AdamW step on 8 Linear(256, 256) layers: the bytes of new tensors it creates for
-  foreach=False, foreach=True and fused=True (overhead.new_tensor_bytes, any device).
+* "MLP" -- lesson 08's model (64-256-10 with GELU, batch 256): little to fuse and few launches,
+  the counter-example;
+* "residual" -- 10 blocks x + Linear(GELU(LayerNorm(x))), width 512, batch 32: many small launches
+  and element-wise chains to fuse, built for the question.
 
-Without a compiler for Inductor (overhead.inductor_status) the compiled rows are skipped with the
-reason. Run it on an otherwise idle machine; it is a benchmark, not a test.
+Rows, each the median of timing.benchmark (warmed up, synchronised), with the speed-up over the
+eager row of its workload, the host time per step (until the call returns, without waiting for
+the device), operators per step, and on a GPU launches and kernels per step (a light profile):
+
+* eager, fused AdamW;
+* the forward and loss compiled with backend="eager" (Dynamo only), "aot_eager" (+ AOTAutograd)
+  and "inductor" (+ code generation): where a compiled call's own CPU cost comes from;
+* the whole step compiled: the forward with its loss, then torch.compile of the optimizer's step
+  (PyTorch's recipe "Compiling the optimizer with torch.compile"; foreach AdamW, which Inductor
+  fuses);
+* CUDA only: the same whole step with mode="reduce-overhead" (CUDAGraph Trees record the forward,
+  the backward and the optimizer step as graphs), with the counter
+  torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] (a row with skips is not a graph);
+* CUDA only: the whole step captured by hand in ONE CUDA graph (PyTorch's CUDA semantics notes,
+  "whole-network capture": static input and target, fused capturable AdamW, warm-up on a side
+  stream, grads set to None before capture), replayed after copying the batch in.
+
+Then a batch sweep of the residual workload: eager, whole step compiled (dynamic batch) and on
+CUDA the whole-step graph, with the host time per step (the compiled step compiles once, for a
+symbolic batch size: torch._dynamo.mark_dynamic): where the step time rises above the host
+time, the device is the bottleneck and launch overhead stops mattering.
+
+Compile time (the first call) is printed apart and is not in any timed row. The last line is a
+JSON summary (benchmarks/gpu_summary.py reads it). Without a compiler for Inductor
+(overhead.inductor_status) the rows that need it say why they are skipped. Run it on an
+otherwise idle machine; it is a benchmark, not a test.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+import warnings
+from collections.abc import Callable
+from contextlib import contextmanager
+from functools import partial
 
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 from torch import nn
+from torch._dynamo.utils import counters
 
 from course_utils import get_device, overhead, synchronize, timing
 
+CLASSES = 10
 
-def make_model(device: torch.device) -> nn.Sequential:
+
+class Block(nn.Module):
+    """x + Linear(GELU(LayerNorm(x))): a pre-norm residual block; at a small batch, launch-bound."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.norm, self.linear = nn.LayerNorm(width), nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.linear(F.gelu(self.norm(x)))
+
+
+def residual_model(device, width: int = 512, blocks: int = 10) -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 10)).to(device)
+    return nn.Sequential(*[Block(width) for _ in range(blocks)],
+                         nn.Linear(width, CLASSES)).to(device)
 
 
-def training_step(net, optimizer, features, labels):
-    def run():
-        optimizer.zero_grad()
-        F.cross_entropy(net(features), labels).backward()
+def mlp_model(device) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, CLASSES)).to(device)
+
+
+WORKLOADS = {  # name -> (model factory, input width, batch, what it is)
+    "MLP": (mlp_model, 64, 256, "lesson 08's MLP 64-256-10, batch 256 (the counter-example)"),
+    "residual": (residual_model, 512, 32,
+                 "10 residual blocks x + Linear(GELU(LayerNorm(x))), width 512, batch 32"),
+}
+
+
+def batch(device, width: int, size: int):
+    generator = torch.Generator().manual_seed(1)
+    return (torch.randn(size, width, generator=generator).to(device),
+            torch.randint(0, CLASSES, (size,), generator=generator).to(device))
+
+
+@contextmanager
+def quiet_compile_warnings():
+    """A block without two warnings that say nothing about these figures: Inductor's advice to
+    use TF32 (every row computes in float32) and capturable AdamW's run outside a graph."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
+        warnings.filterwarnings("ignore", message=".*capturable=True.*")
+        yield
+
+
+# ------------------------------------------------------------------ the steps
+
+
+def eager_step(model, x, y) -> Callable[[], None]:
+    optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
         optimizer.step()
-    return run
+    return step
 
 
-def step_variants(device: torch.device) -> tuple[dict, float | None]:
-    """The steps to compare, and the compile time of the compiled one (None: not compiled)."""
-    features = torch.randn(256, 64, device=device)
-    labels = torch.randint(0, 10, (256,), device=device)
-    plain, fused = make_model(device), make_model(device)
-    variants = {
-        "eager, for-loop AdamW": training_step(
-            plain, torch.optim.AdamW(plain.parameters(), foreach=False), features, labels),
-        "+ fused AdamW": training_step(
-            fused, torch.optim.AdamW(fused.parameters(), fused=True), features, labels)}
-    status = overhead.inductor_status(device)
-    print(status.reason)
-    if not status.ready:
-        return variants, None
-    compiled = torch.compile(fused)
-    variants["+ torch.compile"] = training_step(
-        compiled, torch.optim.AdamW(fused.parameters(), fused=True), features, labels)
-    synchronize(device)
-    started = time.perf_counter()
-    variants["+ torch.compile"]()
-    synchronize(device)
-    compile_seconds = time.perf_counter() - started
-    if device.type == "cuda":
-        graphed = make_model(device)
-        graphed_step = training_step(torch.compile(graphed, mode="reduce-overhead"),
-                                     torch.optim.AdamW(graphed.parameters(), fused=True),
-                                     features, labels)
+def region_step(model, x, y, backend: str) -> Callable[[], None]:
+    """Only the forward and its loss compiled, with ``backend``; the fused optimizer eager."""
+    optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+    loss_of = torch.compile(lambda x, y: F.cross_entropy(model(x), y), backend=backend)
 
-        def graph_step():
-            torch.compiler.cudagraph_mark_step_begin()
-            graphed_step()
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_of(x, y).backward()
+        optimizer.step()
+    return step
+
+
+def whole_step(model, x, y, **compile_args) -> Callable[[], None]:
+    """The forward with its loss and the optimizer's step compiled (the backward runs the
+    compiled backward); with mode="reduce-overhead" each of the three replays as a CUDA graph."""
+    optimizer = torch.optim.AdamW(model.parameters(), foreach=True)  # Inductor fuses foreach ops
+    loss_of = torch.compile(lambda x, y: F.cross_entropy(model(x), y), **compile_args)
+
+    @torch.compile(**compile_args)
+    def optimizer_step():
+        optimizer.step()
+
+    graphs = compile_args.get("mode") == "reduce-overhead"
+    inputs = {"x": x, "y": y}
+
+    def step():
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()  # a new step: last step's outputs are free
+        optimizer.zero_grad(set_to_none=True)
+        loss_of(inputs["x"], inputs["y"]).backward()
+        optimizer_step()
+    step.inputs = inputs  # the sweep hands in other batches
+    return step
+
+
+def captured_step(model, x, y) -> Callable[[], None]:
+    """The whole step in one CUDA graph, as in PyTorch's "whole-network capture" recipe."""
+    optimizer = torch.optim.AdamW(model.parameters(), fused=True, capturable=True)
+    static_x, static_y = x.clone(), y.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):        # warm-up on a side stream: creates the optimizer state
         for _ in range(3):
-            graph_step()  # compile and record before timing
-        variants["+ CUDA graphs (reduce-overhead)"] = graph_step
-    return variants, compile_seconds
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(model(static_x), static_y).backward()
+            optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)  # backward then allocates .grad from the graph's pool
+    with torch.cuda.graph(graph):
+        static_loss = F.cross_entropy(model(static_x), static_y)
+        static_loss.backward()
+        optimizer.step()
+
+    def step(batch_x=x, batch_y=y):
+        static_x.copy_(batch_x)           # new data into the captured input's memory
+        static_y.copy_(batch_y)
+        graph.replay()                    # forward, loss, backward and AdamW: one launch
+    step.static = (static_x, static_y, static_loss)
+    return step
 
 
-def optimizer_bytes(device: torch.device) -> dict[str, int]:
-    found = {}
-    for name, kwargs in {"foreach=False": {"foreach": False}, "foreach=True": {"foreach": True},
-                         "fused=True": {"fused": True}}.items():
-        torch.manual_seed(0)
-        net = nn.Sequential(*[nn.Linear(256, 256) for _ in range(8)]).to(device)
-        for parameter in net.parameters():
-            parameter.grad = torch.randn_like(parameter)
-        optimizer = torch.optim.AdamW(net.parameters(), **kwargs)
-        optimizer.step()  # creates the state
-        found[name] = overhead.new_tensor_bytes(optimizer.step)
+# ------------------------------------------------------------------ measuring a row
+
+
+def measure(name, build, device, args, skipped=None) -> dict:
+    """Build the step (compiling or capturing it: timed apart), warm it up, time it, count it."""
+    row = {"row": name}
+    if skipped:
+        row["skipped"] = skipped
+        return row
+    torch._dynamo.reset()                 # each row compiles from scratch, within the limits
+    counters.clear()
+    try:
+        return _measured(row, build, device, args)
+    except Exception as error:  # noqa: BLE001 - one row's failure must not lose the other rows
+        row["failed"] = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0][:200]}"
+        return row
+
+
+def _measured(row: dict, build, device, args) -> dict:
+    with quiet_compile_warnings():
+        synchronize(device)
+        started = time.perf_counter()
+        step = build()
+        step()                            # the first call compiles (or captures) the step
+        synchronize(device)
+        row["first_call_s"] = time.perf_counter() - started
+        for _ in range(3):
+            step()                        # CUDAGraph Trees record on a later call
+        timed = timing.benchmark(step, device, min_run_time=args.min_run_time)
+        row["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
+        cost = overhead.step_cost(step, device) if args.profile else None
+    row.update(ms=timed.median_s * 1e3, fastest_ms=timed.min_s * 1e3, noisy=timed.noisy,
+               warning=timed.warning(), host_ms=cost and cost.host_s * 1e3,
+               operators=cost and cost.operators, launches=cost and cost.launches,
+               kernels=cost and cost.kernels)
+    return row
+
+
+def rows_for(workload: str, device, args, status) -> list[dict]:
+    make, width, size, _ = WORKLOADS[workload]
+    x, y = batch(device, width, size)
+    cuda = device.type == "cuda"
+    no_inductor = None if status.ready else f"no Inductor here: {status.reason}"
+    gpu_only = None if cuda else f"CUDA only (this is {device.type})"
+    plan = [
+        ("eager, fused AdamW", lambda: eager_step(make(device), x, y), None),
+        ("compile fwd+loss, backend=eager", lambda: region_step(make(device), x, y, "eager"),
+         None),
+        ("compile fwd+loss, backend=aot_eager",
+         lambda: region_step(make(device), x, y, "aot_eager"), None),
+        ("compile fwd+loss, backend=inductor",
+         lambda: region_step(make(device), x, y, "inductor"), no_inductor),
+        ("compile whole step (+ optimizer)", lambda: whole_step(make(device), x, y),
+         no_inductor),
+        ("whole step, mode=reduce-overhead",
+         lambda: whole_step(make(device), x, y, mode="reduce-overhead"), gpu_only or no_inductor),
+        ("whole step in one CUDA graph", lambda: captured_step(make(device), x, y), gpu_only),
+    ]
+    rows = []
+    for name, build, skipped in plan:
+        row = measure(name, build, device, args, skipped)
+        row["workload"] = workload
+        rows.append(row)
+        print_row(row, rows[0].get("ms"))
+    return rows
+
+
+def sweep(device, args, status, sizes) -> list[dict]:
+    """The residual step at several batch sizes: eager, whole step compiled, whole-step graph."""
+    cuda = device.type == "cuda"
+    print(f"\nbatch sweep, residual workload ({'ms / step (host ms)':>18} per column)")
+    names = ["eager"] + (["compiled"] if status.ready else []) + (["CUDA graph"] if cuda else [])
+    print(f"{'batch':>6}" + "".join(f"{name:>22}" for name in names))
+    torch._dynamo.reset()
+    counters.clear()
+    model = residual_model(device)  # the eager rows' model; the graphs capture models of their own
+    compiled = whole_step(residual_model(device), *batch(device, 512, sizes[0])
+                          ) if status.ready else None
+    found = []
+    with quiet_compile_warnings():
+        for size in sizes:
+            x, y = batch(device, 512, size)
+            builds = {"eager": partial(eager_step, model, x, y)}
+            if compiled is not None:
+                torch._dynamo.mark_dynamic(x, 0)  # one compilation for every batch size
+                torch._dynamo.mark_dynamic(y, 0)
+                compiled.inputs.update(x=x, y=y)
+                builds["compiled"] = partial(lambda step: step, compiled)
+            if cuda:
+                builds["CUDA graph"] = partial(captured_step, residual_model(device), x, y)
+            point = {"batch": size}
+            for name, build in builds.items():
+                point[name] = sweep_point(build, device, args)
+            found.append(point)
+            print(f"{size:>6}" + "".join(sweep_cell(point.get(n)) for n in names), flush=True)
     return found
 
 
-def main() -> None:
+def sweep_point(build, device, args) -> dict:
+    try:
+        step = build()
+        for _ in range(3):
+            step()                        # compiles (a symbolic batch) or records, untimed
+        timed = timing.benchmark(step, device, min_run_time=args.min_run_time / 2)
+        host = overhead.step_cost(step, device, calls=1, host_calls=10).host_s
+    except Exception as error:  # noqa: BLE001 - one point's failure must not lose the others
+        return {"failed": f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"}
+    return {"ms": timed.median_s * 1e3, "host_ms": host * 1e3, "noisy": timed.noisy}
+
+
+def sweep_cell(point: dict | None) -> str:
+    if not point or "failed" in point:
+        return f"{'failed' if point else '-':>22}"
+    return f"{point['ms']:>12.3f}{'!' if point['noisy'] else ' '}({point['host_ms']:7.3f})"
+
+
+def print_row(row: dict, baseline_ms: float | None) -> None:
+    name = f"  {row['row']:<38}"
+    if "skipped" in row or "failed" in row:
+        print(f"{name}" + (f"skipped: {row['skipped']}" if "skipped" in row
+                           else f"FAILED: {row['failed']}"), flush=True)
+        return
+    speed_up = baseline_ms / row["ms"] if baseline_ms else float("nan")
+
+    def count(value, digits=0):
+        return f"{value:>9.{digits}f}" if value is not None else f"{'-':>9}"
+    graph_note = ""
+    if "reduce-overhead" in row["row"]:
+        graph_note = (f"  cudagraph_skips={row['cudagraph_skips']}" +
+                      ("" if row["cudagraph_skips"] == 0 else " NOT A GRAPH"))
+    print(f"{name}{row['ms']:>9.3f}{'!' if row['noisy'] else ' '}{speed_up:>7.2f}x"
+          f"{count(row['host_ms'], 3)}{count(row['operators'])}{count(row['launches'])}"
+          f"{count(row['kernels'])}{row['first_call_s']:>8.1f}{graph_note}", flush=True)
+
+
+def header(device) -> None:
+    print(f"  {'':<38}{'ms/step':>10}{'vs eager':>8}{'host ms':>9}{'ops':>9}{'launches':>9}"
+          f"{'kernels':>9}{'1st s':>8}")
+    print("  (! marks a time timing.benchmark calls noisy; 1st s: the first call, compiling or "
+          "capturing, not in the time" + ("" if device.type == "cuda" else
+                                          "; launches and kernels: counted on CUDA only") + ")")
+
+
+def summary(device, rows, points) -> dict:
+    by = {(r["workload"], r["row"]): r for r in rows}
+
+    def ratio(workload, row):
+        base, other = by.get((workload, "eager, fused AdamW")), by.get((workload, row))
+        if not base or not other or "ms" not in other or "ms" not in base:
+            return None
+        return round(base["ms"] / other["ms"], 3)
+    return {
+        "benchmark": "overhead",
+        "device": str(device),
+        "machine": timing.describe_machine(device),
+        "torch": torch.__version__,
+        "rows": rows,
+        "sweep": points,
+        "speedups": {
+            "residual: whole-step CUDA graph vs eager": ratio("residual",
+                                                              "whole step in one CUDA graph"),
+            "residual: reduce-overhead vs eager": ratio("residual",
+                                                        "whole step, mode=reduce-overhead"),
+            "residual: compiled whole step vs eager": ratio("residual",
+                                                            "compile whole step (+ optimizer)"),
+            "MLP: compiled whole step vs eager": ratio("MLP", "compile whole step (+ optimizer)"),
+            "MLP: whole-step CUDA graph vs eager": ratio("MLP", "whole step in one CUDA graph"),
+        },
+        "failed_rows": [f"{r['workload']}: {r['row']}" for r in rows if "failed" in r],
+        "noisy_rows": [f"{r['workload']}: {r['row']}" for r in rows if r.get("noisy")],
+        "cudagraph_skips": {f"{r['workload']}: {r['row']}": r["cudagraph_skips"]
+                            for r in rows if "cudagraph_skips" in r
+                            and "reduce-overhead" in r["row"]},
+    }
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--min-run-time", type=float, default=1.0,
-                        help="seconds of timing per variant (default 1)")
+    parser.add_argument("--min-run-time", type=float, default=None,
+                        help="seconds of timing per row (default 0.5 on a GPU, 0.2 on a CPU)")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="skip counting operators, launches and kernels (the profiler)")
     args = parser.parse_args()
     device = get_device()
-    print("machine:", timing.describe_machine(device))
-    variants, compile_seconds = step_variants(device)
-    if compile_seconds is not None:
-        print(f"torch.compile, first call (compiling forward and backward): "
-              f"{compile_seconds:.1f} s")
-    measured = {name: timing.benchmark(step, device, min_run_time=args.min_run_time)
-                for name, step in variants.items()}
-    baseline = measured["eager, for-loop AdamW"].median_s
-    print(f"{'training step, batch 256':<34}{'ms / step':>10}{'speed-up':>10}{'fastest':>10}")
-    for name, timed in measured.items():
-        print(f"{name:<34}{timed.median_s * 1e3:10.3f}{baseline / timed.median_s:9.2f}x"
-              f"{timed.min_s * 1e3:10.3f}" + (f"  {timed.warning()}" if timed.noisy else ""))
-    print("new tensors per AdamW step, 8 x Linear(256, 256) (2.0 MiB of parameters):")
-    for name, value in optimizer_bytes(device).items():
-        print(f"  {name:<14}{value / 2**20:6.1f} MiB")
+    cuda = device.type == "cuda"
+    if args.min_run_time is None:
+        args.min_run_time = 0.5 if cuda else 0.2
+    print("machine:", timing.describe_machine(device), flush=True)
+    status = overhead.inductor_status(device)
+    print(status.reason)
+    rows = []
+    for workload, (_, _, _, what) in WORKLOADS.items():
+        print(f"\n{workload}: {what}")
+        header(device)
+        rows += rows_for(workload, device, args, status)
+    try:
+        points = sweep(device, args, status, [8, 32, 128, 512, 2048] if cuda else [8, 64, 512])
+    except Exception as error:  # noqa: BLE001 - the rows above must still reach the summary
+        print(f"batch sweep FAILED: {type(error).__name__}: {error}")
+        points = []
+    print("\n" + json.dumps(summary(device, rows, points), allow_nan=False, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

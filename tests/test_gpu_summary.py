@@ -1,7 +1,8 @@
-"""benchmarks/gpu_summary.py reads benchmarks/overhead.py's output into rows of its table."""
+"""benchmarks/gpu_summary.py reads benchmarks/overhead.py's JSON summary into rows of its table."""
 from __future__ import annotations
 
 import importlib.util
+import json
 
 from .conftest import ROOT
 
@@ -14,33 +15,38 @@ def load_summary():
     return module
 
 
-PRINTED = """\
-machine: 16 CPU cores (Intel(R) Xeon(R) Processor), device cuda:0 (NVIDIA H200)
-torch.compile, first call (compiling forward and backward): 1.2 s
-training step, batch 256           ms / step  speed-up   fastest
-eager, for-loop AdamW                  1.294     1.00x     1.250
-+ fused AdamW                          0.823     1.57x     0.800
-+ torch.compile                        1.505     0.86x     1.400  busy machine: re-run
-+ CUDA graphs (reduce-overhead)        1.145     1.13x     1.100
-new tensors per AdamW step, 8 x Linear(256, 256) (2.0 MiB of parameters):
-  for-loop         4.0 MiB
-"""
+SUMMARY = {"benchmark": "overhead", "device": "cuda:0", "rows": [
+    {"workload": "residual", "row": "eager, fused AdamW", "ms": 2.0, "noisy": False},
+    {"workload": "residual", "row": "whole step, mode=reduce-overhead", "ms": 0.8,
+     "noisy": False, "cudagraph_skips": 0},
+    {"workload": "residual", "row": "whole step in one CUDA graph", "ms": 0.5, "noisy": True},
+    {"workload": "MLP", "row": "whole step, mode=reduce-overhead", "ms": 1.0,
+     "cudagraph_skips": 2},
+    {"workload": "MLP", "row": "whole step in one CUDA graph", "skipped": "CUDA only (cpu)"},
+]}
+PRINTED = ("machine: 16 CPU cores, device cuda:0 (NVIDIA H200)\n"
+           "  eager, fused AdamW      2.000   1.00x\n"
+           "{not json\n" + json.dumps(SUMMARY) + "\n")
 
 
-def test_overhead_rows_are_the_compile_time_and_each_step():
-    """Checks the table gets the compile time and one row per step variant, not the header
-    (which also says 'speed-up') nor the optimizer's memory lines."""
+def test_overhead_rows_are_each_measured_step_with_its_speed_up_and_caveats():
+    """Checks one row per measured step (skipped ones left out), the speed-up over its own
+    workload's eager row, the graph verdict of reduce-overhead rows and the noise flag."""
     rows = load_summary().overhead_rows(PRINTED)
     assert rows == [
-        ("torch.compile, first call", "1.2 s"),
-        ("step: eager, for-loop AdamW", "1.294 ms, 1.00x over eager"),
-        ("step: + fused AdamW", "0.823 ms, 1.57x over eager"),
-        ("step: + torch.compile", "1.505 ms, 0.86x over eager"),
-        ("step: + CUDA graphs (reduce-overhead)", "1.145 ms, 1.13x over eager"),
+        ("step, residual: eager, fused AdamW", "2.000 ms, 1.00x over eager"),
+        ("step, residual: whole step, mode=reduce-overhead",
+         "0.800 ms, 2.50x over eager, graphed"),
+        ("step, residual: whole step in one CUDA graph", "0.500 ms, 4.00x over eager (noisy)"),
+        ("step, MLP: whole step, mode=reduce-overhead",
+         "1.000 ms, NOT graphed (2 cudagraph skips)"),
     ]
 
 
-def test_output_without_a_table_says_so():
-    """Checks output without the step table is one row saying so, not an empty table."""
-    assert load_summary().overhead_rows("machine: cpu\n") == [("overhead.py",
-                                                               "printed no step times")]
+def test_output_without_a_summary_says_so():
+    """Checks output without the JSON line is one row saying so, not an empty table."""
+    summary = load_summary()
+    assert summary.overhead_rows("machine: cpu\n{}\n") == [("overhead.py",
+                                                             "printed no JSON summary")]
+    assert summary.overhead_rows(json.dumps({"benchmark": "overhead", "rows": []})) == [
+        ("overhead.py", "measured no step")]

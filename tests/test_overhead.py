@@ -102,3 +102,75 @@ def test_on_a_gpu_the_foreach_adamw_peak_exceeds_the_fused_one():
         optimizer.step()
         peaks[name] = memory.accelerator_memory("cuda").peak_allocated - before
     assert peaks["fused"] < peaks["foreach"]
+
+
+def test_step_cost_counts_operators_and_times_the_host_on_the_cpu():
+    x = torch.ones(64)
+    cost = overhead.step_cost(lambda: (x * 2 + 1).relu(), "cpu", calls=2, host_calls=3)
+    assert cost.operators == 3  # mul, add, relu: per call, whatever the number of calls
+    assert cost.launches is None and cost.kernels is None  # no GPU: nothing is launched
+    assert 0 < cost.host_s < 1
+
+
+def test_step_cost_refuses_what_it_cannot_use():
+    with pytest.raises(TypeError, match="a callable taking no arguments, got Tensor"):
+        overhead.step_cost(torch.ones(2), "cpu")
+    with pytest.raises(ValueError, match="calls"):
+        overhead.step_cost(lambda: None, "cpu", calls=0)
+    with pytest.raises(ValueError, match="gpu"):
+        overhead.step_cost(lambda: None, "gpu")
+
+
+def load_benchmark():
+    import importlib.util
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("overhead_benchmark",
+                                                  ROOT / "benchmarks" / "overhead.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_measures_every_row_a_cpu_can_run_and_says_why_not_the_others(capsys):
+    """Checks benchmarks/overhead.py's CPU path without Inductor (no C++ build in the suite):
+    the Dynamo-only and AOTAutograd rows are measured, the others say why they are skipped,
+    and the summary is plain JSON."""
+    import argparse
+    import json
+
+    bench = load_benchmark()
+    args = argparse.Namespace(min_run_time=0.01, profile=True)
+    status = overhead.CompilerStatus(False, "no compiler (test)")
+    rows = bench.rows_for("MLP", torch.device("cpu"), args, status)
+    measured = {row["row"]: row for row in rows if "ms" in row}
+    assert set(measured) == {"eager, fused AdamW", "compile fwd+loss, backend=eager",
+                             "compile fwd+loss, backend=aot_eager"}
+    assert all(row["operators"] > 0 and row["host_ms"] > 0 for row in measured.values())
+    skipped = {row["row"]: row["skipped"] for row in rows if "skipped" in row}
+    assert skipped["compile whole step (+ optimizer)"].startswith("no Inductor here")
+    assert skipped["whole step in one CUDA graph"] == "CUDA only (this is cpu)"
+    summary = bench.summary(torch.device("cpu"), rows, [])
+    assert json.loads(json.dumps(summary, allow_nan=False))["rows"][0]["row"] == (
+        "eager, fused AdamW")
+    printed = capsys.readouterr().out
+    assert "skipped: CUDA only (this is cpu)" in printed
+    torch._dynamo.reset()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_graph_replay_is_one_launch_for_several_kernels():
+    x = torch.ones(1 << 10, device="cuda")
+
+    def eager():
+        return (x * 2 + 1).relu()
+    for _ in range(3):
+        eager()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        eager()
+    by_hand, replayed = (overhead.step_cost(fn, "cuda", host_calls=3)
+                         for fn in (eager, graph.replay))
+    assert by_hand.launches == 3 and by_hand.kernels == 3
+    assert replayed.launches == 1 and replayed.operators == 0

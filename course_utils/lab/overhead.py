@@ -1,5 +1,6 @@
 """Lesson 08's instruments: a graph-counting compile backend, what a step allocates, a trace's
-summary, and whether ``torch.compile``'s default backend can run here.
+summary, what one call of a step costs the host and launches on the device, and whether
+``torch.compile``'s default backend can run here.
 
 Nothing here compiles with Inductor: counting graphs needs only Dynamo, which is pure Python.
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,10 +19,18 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .args import positive_int
+from .devices import checked_device, synchronize
+from .timing import quiet_profiler_markers
+
 # The operator that copies a tensor's number to the host (.item(), float(), bool(), print): on
 # a GPU, for a GPU tensor, the host waits there for the queue to empty.
 SYNC_OPS = ("aten::_local_scalar_dense",)
 GPU_SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+# Host calls that each put work on a CUDA stream: a kernel (runtime or driver API: cuBLAS, Triton),
+# a whole graph, a copy or a fill. Counted per step by step_cost.
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync")
 
 
 @dataclass
@@ -144,3 +155,58 @@ def inductor_status(device: torch.device | str) -> CompilerStatus:
     return CompilerStatus(False, f"Inductor needs Triton to generate kernels for {device}, and "
                                  "this installation has none (pip install triton on Linux; "
                                  "triton-windows on Windows).")
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """What one call of a step costs the host, and what it asks of the device (per call)."""
+
+    host_s: float  # median time until the call returns, the device's queue not waited for
+    operators: float  # PyTorch operators called, not counting those an operator calls inside
+    launches: float | None  # host calls that queue device work (LAUNCH_CALLS); None: no GPU
+    kernels: float | None  # kernels, copies and fills the device ran; None: no GPU
+
+
+def step_cost(step: Callable[[], Any], device: torch.device | str, *, calls: int = 3,
+              host_calls: int = 20) -> StepCost:
+    """Count what ``step()`` runs (a light profile of ``calls`` calls: no shapes, memory or
+    stacks, whose recording would slow the host) and time how long the host needs to issue it.
+
+    Host time: the median over ``host_calls`` calls of the time until ``step()`` returns, with
+    the device synchronised before each call but not after, so that queued device work is not
+    waited for (on the CPU, where nothing is queued, it is the step's whole time). Call
+    ``step()`` a few times first: compiling or recording is not a step's cost.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    if not callable(step):
+        raise TypeError(f"step_cost: step must be a callable taking no arguments, got "
+                        f"{type(step).__name__}.")
+    device = checked_device(device, "step_cost(device=...)")
+    calls = positive_int(calls, "calls", "step_cost")
+    host_calls = positive_int(host_calls, "host_calls", "step_cost")
+    host = []
+    for _ in range(host_calls):
+        synchronize(device)
+        started = time.perf_counter()
+        step()
+        host.append(time.perf_counter() - started)
+    synchronize(device)
+    gpu = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    with quiet_profiler_markers(), profile(activities=activities) as prof:
+        for _ in range(calls):
+            step()
+        synchronize(device)
+    operators = launches = kernels = 0
+    for event in prof.events():
+        if event.device_type == DeviceType.CUDA:
+            kernels += 1
+        elif event.name in LAUNCH_CALLS:
+            launches += 1
+        elif event.name.startswith("aten::") and not (
+                event.cpu_parent and event.cpu_parent.name.startswith("aten::")):
+            operators += 1  # called from Python, autograd or compiled code, not by an operator
+    return StepCost(statistics.median(host), operators / calls,
+                    launches / calls if gpu else None, kernels / calls if gpu else None)
