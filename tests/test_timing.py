@@ -63,6 +63,51 @@ def test_a_large_spread_warns_that_the_machine_was_busy():
     assert "re-run on a quiet machine" in busy.warning() and "NOISY" in str(busy)
 
 
+def test_a_steady_figure_is_noisy_when_the_timing_waited_for_a_cpu():
+    """A consistent slowdown (every call slowed alike by other programs) has a small spread:
+    the time the timing thread spent waiting for a CPU is what shows it."""
+    steady = Timing("step", torch.device("cpu"), 1, 0.010, 0.009, 0.001, 6, 1, cpu_wait=0.35)
+    assert steady.spread == pytest.approx(0.1) and steady.noisy
+    assert "waited for a CPU during 35% of its run" in steady.warning()
+    assert "a small spread cannot show that" in steady.warning() and "NOISY" in str(steady)
+    both = Timing("step", torch.device("cpu"), 1, 0.010, 0.009, 0.006, 6, 1, cpu_wait=0.35)
+    assert "spread over 60%" in both.warning() and "waited for a CPU during 35%" in both.warning()
+    for unknown_or_small in (None, 0.02):
+        quiet = Timing("step", torch.device("cpu"), 1, 0.010, 0.009, 0.001, 6, 1,
+                       cpu_wait=unknown_or_small)
+        assert not quiet.noisy and quiet.warning() == ""
+
+
+def test_without_linuxs_schedstat_the_cpu_wait_is_unknown(monkeypatch, tmp_path):
+    monkeypatch.setattr(timing, "_SCHEDSTAT", str(tmp_path / "absent"))
+    result = timing.benchmark(lambda: None, "cpu", min_run_time=0.01)
+    assert result.cpu_wait is None and result.waited is False
+
+
+@pytest.mark.skipif(not (os.path.exists("/proc/thread-self/schedstat")
+                         and hasattr(os, "sched_setaffinity")),
+                    reason="needs Linux's per-thread schedstat and CPU affinity")
+def test_a_program_competing_for_the_timing_threads_cpu_makes_the_figure_noisy():
+    """The walkthrough's case: another program on the same core slows every call alike."""
+    import subprocess
+    import sys
+
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    script = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
+              "end = time.time() + 20\nwhile time.time() < end: pass")
+    rival = subprocess.Popen([sys.executable, "-c", script])
+    os.sched_setaffinity(0, {cpu})
+    try:
+        time.sleep(0.2)  # the rival is running on that core
+        result = timing.benchmark(lambda: sum(range(20000)), "cpu", threads=1, min_run_time=0.3)
+    finally:
+        os.sched_setaffinity(0, before)
+        rival.kill()
+        rival.wait()
+    assert result.cpu_wait > timing.NOISY_CPU_WAIT and result.noisy, result
+
+
 def test_sweep_points_carry_their_spread():
     points = timing.matmul_sweep([8], "cpu", min_run_time=0.01)
     assert points[0].spread >= 0 and isinstance(points[0].noisy, bool)

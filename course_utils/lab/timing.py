@@ -71,6 +71,10 @@ def _threads(threads, function: str) -> int:
 
 MIN_BLOCKS = 5  # a spread needs several blocks: one block has an IQR of 0, which says nothing
 NOISY_SPREAD = 0.2  # an IQR above this share of the median: something else was using the machine
+# The timing thread waited, ready to run, for a CPU during more than this share of the time:
+# other programs had the cores, and that slows every call alike, which no spread can show.
+NOISY_CPU_WAIT = 0.1
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # Linux: ns on a CPU, ns waiting for one, slices
 SLOW_CALL_S = 1e-3  # from here on, each call is timed alone (a clock reading costs microseconds)
 
 
@@ -81,8 +85,10 @@ class Timing:
     The calls run in blocks (``calls_per_block`` each, chosen so that a block is long enough to
     read on the clock); every statistic is per call. ``median_s`` is the figure to report,
     ``min_s`` the least disturbed block (on a busy machine the closer to the truth), and
-    ``iqr_s`` the spread of the middle half of the blocks. ``noisy`` says the spread is too
-    large for the median to be trusted.
+    ``iqr_s`` the spread of the middle half of the blocks. ``cpu_wait`` is the share of the
+    measurement during which the timing thread was ready to run but waited for a CPU (Linux;
+    None elsewhere). ``noisy`` says the median cannot be trusted: the spread is too large, or
+    the thread waited so long for a CPU that every call may have been slowed alike.
     """
 
     label: str
@@ -93,6 +99,7 @@ class Timing:
     iqr_s: float
     blocks: int
     calls_per_block: int
+    cpu_wait: float | None = None
 
     @property
     def calls(self) -> int:
@@ -105,16 +112,28 @@ class Timing:
         return self.iqr_s / self.median_s if self.median_s > 0 else 0.0
 
     @property
+    def waited(self) -> bool:
+        """Other programs kept the timing thread from a CPU long enough to slow every call."""
+        return self.cpu_wait is not None and self.cpu_wait > NOISY_CPU_WAIT
+
+    @property
     def noisy(self) -> bool:
-        return self.spread > NOISY_SPREAD
+        return self.spread > NOISY_SPREAD or self.waited
 
     def warning(self) -> str:
-        """'' when the spread is small; else what it means and what to do."""
+        """'' when the figure can be trusted; else why not, and what to do."""
         if not self.noisy:
             return ""
-        return (f"NOISY: the blocks spread over {self.spread:.0%} of the median, so something "
-                "else was using the machine; the fastest block is the better guess, and the "
-                "figure needs a re-run on a quiet machine before you trust it.")
+        if self.spread <= NOISY_SPREAD:  # a steady figure, but every call slowed alike
+            return (f"NOISY: the timing waited for a CPU during {self.cpu_wait:.0%} of its run, "
+                    "so other programs had the cores and every call may be slower alike (a "
+                    "small spread cannot show that); re-run on a quiet machine before you "
+                    "trust it.")
+        waited = (f", and the timing waited for a CPU during {self.cpu_wait:.0%} of its run"
+                  if self.waited else "")
+        return (f"NOISY: the blocks spread over {self.spread:.0%} of the median{waited}, so "
+                "something else was using the machine; the fastest block is the better guess, "
+                "and the figure needs a re-run on a quiet machine before you trust it.")
 
     def __str__(self) -> str:
         text = (f"{self.label or 'fn()'} on {self.device} ({self.threads} thread(s)): "
@@ -139,6 +158,15 @@ def synchronized_clock(device=None) -> Callable[[], float]:
     return clock
 
 
+def _cpu_wait_s() -> float | None:
+    """Seconds this thread has waited, ready to run, for a CPU (Linux); None where unknown."""
+    try:
+        with open(_SCHEDSTAT, encoding="ascii") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _one_call(code, names: dict, clock: Callable[[], float]) -> float:
     started = clock()
     eval(code, names)  # the course's own statement: "fn()" or "a @ b"
@@ -151,6 +179,7 @@ def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: 
     timer = torch_benchmark.Timer(stmt=stmt, globals=names, timer=clock, num_threads=threads,
                                   label=label)
     code = compile(stmt, "<timed>", "eval")
+    waited_before, started = _cpu_wait_s(), time.perf_counter()
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -171,10 +200,13 @@ def _measure(stmt: str, names: dict, device: torch.device, label: str, threads: 
         while sum(len(block.raw_times) for block in blocks) < MIN_BLOCKS:
             blocks.append(timer.timeit(per_block))
         times = [time_ for block in blocks for time_ in block.times]  # per call, per block
+    waited_after, elapsed = _cpu_wait_s(), time.perf_counter() - started
+    cpu_wait = (None if waited_before is None or waited_after is None
+                else max(0.0, waited_after - waited_before) / max(elapsed, 1e-9))
     lower, median, upper = statistics.quantiles(times, n=4, method="inclusive")
     return Timing(label=label, device=device, threads=threads, median_s=median,
                   min_s=min(times), iqr_s=upper - lower, blocks=len(times),
-                  calls_per_block=per_block)
+                  calls_per_block=per_block, cpu_wait=cpu_wait)
 
 
 def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
