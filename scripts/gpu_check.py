@@ -372,6 +372,29 @@ def mark(run: Path) -> bool:
     return True
 
 
+def marking_problem(run: Path) -> str | None:
+    """Why a published run's marking is not true (unmarked but stale, marked stale for cells
+    that match, a header edited by hand), or None when it is."""
+    name = f"{run.parent.name}/{run.name}"
+    first = read_json(run)["cells"][0]
+    if not first["metadata"].get("reference_run"):
+        return f"{name}: its first cell is not the generated header; was it edited by hand?"
+    if not (ROOT / "solutions" / run.stem).is_dir():
+        return f"{name}: no lesson solutions/{run.stem}/ to compare it with"
+    stale, marked = staleness(run), run_record(run).get("stale")
+    truth = {"changed": stale["changed"], "removed": stale["removed"]} if stale["stale"] else None
+    fix = "run `python scripts/gpu_check.py mark-stale` (docs/gpu-check.md)"
+    if marked != truth:
+        if not marked:
+            return f"{name}: stale ({stale_words(run, stale)}) but not marked so; {fix}"
+        if not truth:
+            return f"{name}: marked stale, but its code cells match the lesson's; {fix}"
+        return (f"{name}: marked stale for {marked}, but {stale_words(run, stale)}; {fix}")
+    if (STALE_MARK in "".join(first["source"])) != bool(truth):
+        return f"{name}: its header's text and its metadata disagree on staleness; {fix}"
+    return None
+
+
 def index_text(runs: Path = RUNS) -> str:
     """docs/reference-runs/README.md: each lesson's run on each GPU, fresh or stale."""
     devices = sorted(path.name for path in runs.iterdir() if path.is_dir()) if runs.is_dir() \

@@ -66,10 +66,10 @@ HOST_READS = (
              lambda o: o.x.tolist()),
     HostRead("torch.equal(a, b)", "equal", "two operands", True, "raises",
              "torch.equal returns a Python bool: eq(...).all().item() on CUDA ([scalar])",
-             lambda o: torch_module(o).equal(o.x, o.x)),
+             lambda o: torch_module(o).equal(o.x, o.x.clone())),  # not x, x: an alias is equal
     HostRead("torch.allclose(a, b)", "allclose", "two operands", True, "raises",
              "torch.allclose returns a Python bool: isclose(...).all().item() ([scalar])",
-             lambda o: torch_module(o).allclose(o.x, o.x)),
+             lambda o: torch_module(o).allclose(o.x, o.x.clone())),
     # ---- printing and formatting read every value shown
     HostRead("print(loss), str(loss), repr(loss)", "__repr__", "always", True, "raises",
              "torch/_tensor_str.py formats host values (.item(), masked_select)",
