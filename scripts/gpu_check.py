@@ -203,7 +203,7 @@ def run_notebooks(python: Path, machine: Machine, out: Path, plan: Plan) -> tupl
         published = plan.published / machine.slug / f"{lesson}.ipynb"
         if not plan.again and published.exists() and not staleness(published)["stale"]:
             fresh.append(lesson)
-            print(f"  {lesson:<22} already fresh ({published.relative_to(ROOT)})", flush=True)
+            print(f"  {lesson:<22} already fresh ({published})", flush=True)
             continue
         estimate = run_record(published).get("seconds") or DEFAULT_LESSON_S
         remaining = None if plan.deadline is None else plan.deadline - time.monotonic()
