@@ -142,14 +142,14 @@ def test_no_step_and_two_reads_after_the_loop():
         return total.item() / len(batches)
 
     def two_reads(model, batches, loss_fn, optimizer):
-        total = torch.zeros(())
+        total = torch.zeros((), device=next(model.parameters()).device)
         for x, y in batches:
             optimizer.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
             optimizer.step()
             total += loss.detach()
-        return float(total) / float(torch.tensor(len(batches)))
+        return float(total) / float(total.new_tensor(len(batches)))  # both on the device
     assert "optimizer.step() 0 times" in failure(check_syncs, no_step)
     assert "read 2 device values after the loop" in failure(check_syncs, two_reads)
 

@@ -124,3 +124,39 @@ def test_lessons_may_not_write_warnings_or_logged_errors_to_stderr(stderr, flagg
                     nbformat.v4.new_output("stream", name="stdout", text="ERROR in stdout\n")]
     notebook = nbformat.v4.new_notebook(cells=[cell])
     assert bool(load_script().unmeant_stderr(notebook)) is flagged
+
+
+def test_lessons_are_chosen_by_number_in_the_order_given():
+    """Checks --lessons keeps the order asked for (08 first) and refuses an unknown lesson."""
+    script = load_script()
+    assert script.lesson_names(["08", "01_tensors_devices"]) == ["08_overhead",
+                                                                "01_tensors_devices"]
+    assert len(script.lesson_names(None)) == len(list(ROOT.glob("solutions/*/*.ipynb")))
+    with pytest.raises(SystemExit, match="no lesson '42'"):
+        script.lesson_names(["42"])
+
+
+def test_a_fresh_lesson_is_skipped_and_what_the_deadline_leaves_is_named(tmp_path):
+    """Checks a GPU run skips a lesson whose published run is fresh, starts none past the
+    deadline, and names those left with the command that runs them."""
+    import time
+
+    import nbformat
+
+    script = load_script()
+    lesson = next((ROOT / "solutions" / "00_setup").glob("*.ipynb"))
+    notebook = nbformat.read(lesson, as_version=4)
+    notebook.cells.insert(0, nbformat.v4.new_markdown_cell("h", metadata={
+        "reference_run": {"date": "2026-11-27 06:21 UTC", "seconds": 5}}))
+    (tmp_path / "gpu").mkdir()
+    nbformat.write(notebook, tmp_path / "gpu" / "00_setup.ipynb")  # fresh: today's code cells
+    machine = script.Machine(cuda=True, reason="", gpu="GPU", driver="1", torch="2",
+                             cuda_version="13", python="3.12")
+    plan = script.Plan(["00_setup", "08_overhead", "01_tensors_devices"], tmp_path,
+                       deadline=time.monotonic())
+    passed, failed, summary = script.run_notebooks(Path(sys.executable), machine,
+                                                   tmp_path / "out", plan)
+    assert (passed, failed) == (0, 0) and not (tmp_path / "out").exists()
+    assert summary == ("notebooks on CUDA: 0 passed, 0 failed, 1 already fresh; 2 left for lack "
+                       "of time (08_overhead, 01_tensors_devices): make gpu-check "
+                       "LESSONS=\"08 01\"")

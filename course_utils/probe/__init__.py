@@ -32,10 +32,14 @@ from .models import build_mlp, optimizer_state_values, parameter_values
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
 from .structures import build_structure, fingerprint, observe_structure
+from .syncs import HOST_READS, DeviceJudge, HostRead, host_read_counter, read_by
 
 __all__ = [
+    "HOST_READS",
+    "DeviceJudge",
     "ErrorFacts",
     "ForwardRecorder",
+    "HostRead",
     "LearnerRun",
     "LineFacts",
     "NotSimulated",
@@ -51,12 +55,14 @@ __all__ = [
     "describe_error",
     "error_facts",
     "fingerprint",
+    "host_read_counter",
     "meta_generators",
     "meta_recorder",
     "observe_structure",
     "optimizer_state_values",
     "parameter_values",
     "patched",
+    "read_by",
     "run_learner",
     "track_moves",
     "type_name",

@@ -6,11 +6,13 @@
   inputs arrived;
 * :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
 * :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them;
-* :func:`meta_recorder` -- on meta tensors, copies to the host and one-example indexing;
+* :func:`meta_recorder` -- on meta tensors, reads of device values (probe/syncs.py's table) and
+  one-example indexing;
 * :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in),
   and ``torch.randperm`` refuses a generator of another device, as a GPU's does.
 """
 from .facts import StopProbe, type_name
+from .syncs import DeviceJudge, read_by
 
 
 class patched:
@@ -169,29 +171,17 @@ class TrackedBatches:
             yield tuple(track_moves(item, self.moves) for item in batch)
 
 
-def _copies_to_host(func, args, kwargs):
-    """Whether a torch call on a meta tensor asks for its values on the host."""
-    import torch
-
-    name = getattr(func, "__name__", "")
-    if name in ("cpu", "tolist", "item", "numpy", "__int__", "__float__", "__index__",
-                "__bool__"):
-        return True
-    return name == "to" and any(isinstance(a, (str, torch.device)) and
-                                torch.device(a).type == "cpu"
-                                for a in [*args[1:], *kwargs.values()])
-
-
 def meta_recorder():
     """A torch function mode that records, for calls on meta tensors (a GPU's stand-in),
-    ``host``: the copies to the host asked for ('.cpu()', '.item()', ...), and ``single``: how
-    many results have fewer dimensions than their input (``data[i]``, one example at a time)."""
+    ``host``: the reads of device values asked for ('.cpu()', '.item()', ..., as the table of
+    probe/syncs.py judges them), and ``single``: how many results have fewer dimensions than
+    their input (``data[i]``, one example at a time)."""
     from torch.overrides import TorchFunctionMode
 
     class Recorder(TorchFunctionMode):
         def __init__(self):
             super().__init__()
-            self.host, self.single = [], 0
+            self.host, self.single, self.judge = [], 0, DeviceJudge(meta=True)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             import torch
@@ -199,7 +189,7 @@ def meta_recorder():
             kwargs = kwargs or {}
             meta = bool(args) and isinstance(args[0], torch.Tensor) \
                 and args[0].device.type == "meta"
-            if meta and _copies_to_host(func, args, kwargs):
+            if meta and read_by(func, args, kwargs, self.judge) is not None:
                 self.host.append(f".{getattr(func, '__name__', '')}()")
             out = func(*args, **kwargs)
             if meta and isinstance(out, torch.Tensor) and out.ndim < args[0].ndim:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import random
 
-from ...probe import Spy, StopProbe, describe, run_learner
+from ...probe import StopProbe, describe, host_read_counter, run_learner
 from ..framework import a, check, expect_close, expect_no_error, expect_type, fail
 
 
@@ -19,7 +19,6 @@ def probe(train_and_log, inputs):
     """Call train_and_log() with a step() that trains one weight and returns a loss of known
     value; count the calls that copy a tensor to the CPU, and the earlier steps' graphs that
     are still alive when a step starts."""
-    import contextlib
     import weakref
 
     import torch
@@ -37,11 +36,8 @@ def probe(train_and_log, inputs):
         loss.backward()
         return loss
 
-    # Tensor methods that copy values to the CPU: on a GPU, each waits for the queued work.
-    syncs = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__")
-    with contextlib.ExitStack() as stack:
-        for name in syncs:
-            stack.enter_context(Spy(torch.Tensor, name, log=log))
+    # Each read of a device value (probe/syncs.py's table): on a GPU, each waits for the queue.
+    with host_read_counter(log, label=None):
         run = run_learner(train_and_log, step, inputs["n_steps"], inputs["log_every"])
     value = run.value
     floats = value if isinstance(value, list) and all(
