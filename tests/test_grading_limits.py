@@ -337,14 +337,14 @@ def test_a_systemd_scope_carries_every_limit():
     sandbox in a scope with MemoryMax, no swap, TasksMax and a CPU weight, and the open-file
     launcher inside it."""
     control = cgroups.ResourceControl(cgroups.Backend.SYSTEMD, "scope")
-    limits = cgroups.SandboxLimits(memory_mb=1024, processes=64, open_files=128)
-    argv = cgroups.launcher_argv(cgroups.Group(control, "x"), limits, ["bwrap", "--", "cmd"])
+    limits = Limits(memory_mb=1024, max_processes=64, max_open_files=128)
+    argv = cgroups.launch_argv(cgroups.Group(control, "x"), limits, ["bwrap", "--", "cmd"])
     scope = argv[:argv.index("--")]
     assert scope[0] == "systemd-run" and "--scope" in scope
     assert ("--user" in scope) == (os.geteuid() != 0)
     for setting in ("MemoryMax=1024M", "MemorySwapMax=0", "TasksMax=64", "CPUWeight=100"):
         assert setting in scope
-    assert argv[-3:] == ["bwrap", "--", "cmd"] and "--open-files" in argv and "128" in argv
+    assert argv[-3:] == ["bwrap", "--", "cmd"] and "--max-open-files" in argv and "128" in argv
 
 
 def test_without_cgroups_grading_refuses_unless_told(monkeypatch):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from course_utils.grading import sandbox
+from course_utils.grading.records import Limits
 
 from .conftest import ROOT
 
@@ -134,7 +135,7 @@ def test_limits_hold_inside(grading_sandbox, scratch):
     script = ("try:\n    bytearray(2 * 2**30)\nexcept MemoryError:\n    print('capped')\n"
               "print('y' * 100_000)\n")
     done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
-                       memory_mb=512, output_bytes=1000)
+                       limits=Limits(memory_mb=512, output_bytes=1000))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("capped\n") and len(done.stdout) == 1000
 
@@ -156,7 +157,7 @@ def test_the_memory_cap_leaves_mapped_libraries_alone(grading_sandbox, scratch):
               "print('mapped', sum(len(m) for m in maps) >> 20)\n"
               "try:\n    bytearray(1024 * 2**20)\nexcept MemoryError:\n    print('capped')\n")
     done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
-                       memory_mb=512)
+                       limits=Limits(memory_mb=512))
     assert done.returncode == 0, done.stderr
     mapped, capped = done.stdout.splitlines()
     assert int(mapped.split()[1]) > 512 and capped == "capped"

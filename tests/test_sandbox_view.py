@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from course_utils.grading import cgroups, sandbox
+from course_utils.grading.records import Limits
 
 WALK = textwrap.dedent("""
     import json, os, sys
@@ -93,7 +94,7 @@ def test_run_holds_memory_processes_and_output_for_the_whole_sandbox(tmp_path, g
     """)
     (tmp_path / "attack.py").write_text(script)
     done = sandbox.run([sys.executable, "attack.py"], scratch=tmp_path, timeout=60,
-                       memory_mb=768, output_bytes=10_000)
+                       limits=Limits(memory_mb=768, output_bytes=10_000))
     assert "the memory limit killed" in done.refused, done
     assert -9 in json.loads(done.stdout.splitlines()[0])
     assert len(done.stdout) <= 10_000

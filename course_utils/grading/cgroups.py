@@ -36,10 +36,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
+
+from .launcher import limited_argv
+from .records import Limits
 
 CGROUP_FS = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
@@ -49,6 +52,7 @@ NO_LIMITS_HINT = (
     "run `course grade` as root on a machine with cgroups (v1 memory/pids/cpu hierarchies, "
     f"or cgroup v2), set {ENV_SUBTREE} to a delegated cgroup v2 folder, or make "
     "`systemd-run --user --scope` work (a systemd user session)")
+SCOPE_CPU_WEIGHT = 100  # systemd's CPUWeight of each sandbox's scope: an equal share
 NOT_LIMITED = (
     "a submission can then use all the memory and processes of this machine (the OOM killer "
     "may pick the grader or the gradebook server) and its CPU use slows its neighbours")
@@ -62,16 +66,6 @@ class Backend(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """What each sandbox (a kernel and everything it starts) may use at once."""
-
-    memory_mb: int = 4096     # all its memory, shared memory and tmpfs included; 0: no cap
-    processes: int = 256      # processes and threads (torch starts a thread per core)
-    open_files: int = 1024    # per process (RLIMIT_NOFILE)
-    cpu_weight: int = 100     # systemd's CPUWeight of each sandbox's scope
 
 
 @dataclass(frozen=True)
@@ -236,7 +230,7 @@ class Group:
     def folders(self) -> list[Path]:
         return [Path(root) / self.name for root in self.control.roots]
 
-    def create(self, limits: SandboxLimits | None, cpu_tasks: int = 1, *,
+    def create(self, limits: Limits | None, cpu_tasks: int = 1, *,
                parents: bool = True) -> Group:
         """Make the group (and its parents); ``limits`` None: a parent holding a CPU share
         worth ``cpu_tasks`` busy processes outside it (the kernel weighs a group as one
@@ -254,7 +248,7 @@ class Group:
         self._set(limits, cpu_tasks)
         return self
 
-    def _set(self, limits: SandboxLimits | None, cpu_tasks: int) -> None:
+    def _set(self, limits: Limits | None, cpu_tasks: int) -> None:
         backend = self.control.backend
         if backend is Backend.V1:
             memory, pids, cpu = self.folders
@@ -265,7 +259,7 @@ class Group:
                 cap = str(limits.memory_mb * 2**20)
                 _write(memory / "memory.limit_in_bytes", cap)
                 _write(memory / "memory.memsw.limit_in_bytes", cap, quiet=True)  # no swap
-            _write(pids / "pids.max", str(limits.processes))
+            _write(pids / "pids.max", str(limits.max_processes))
         elif backend is Backend.V2:
             folder = self.folders[0]
             if limits is None:
@@ -274,7 +268,7 @@ class Group:
             if limits.memory_mb:
                 _write(folder / "memory.max", str(limits.memory_mb * 2**20))
                 _write(folder / "memory.swap.max", "0", quiet=True)
-            _write(folder / "pids.max", str(limits.processes))
+            _write(folder / "pids.max", str(limits.max_processes))
 
     def join_files(self) -> list[str]:
         """The ``cgroup.procs`` files a launcher writes its PID to."""
@@ -398,27 +392,23 @@ def _write(path: Path, text: str, *, quiet: bool = False) -> None:
             raise
 
 
-def systemd_argv(limits: SandboxLimits) -> list[str]:
-    """The prefix that starts a command in a transient user scope with these limits."""
-    argv = [*_systemd_scope(), "-p", f"TasksMax={limits.processes}",
-            "-p", f"CPUWeight={limits.cpu_weight}"]
+def systemd_argv(limits: Limits) -> list[str]:
+    """The prefix that starts a command in a transient scope with ``limits``' per-sandbox
+    caps (the systemd-run backend's form of :meth:`Group.create`)."""
+    argv = [*_systemd_scope(), "-p", f"TasksMax={limits.max_processes}",
+            "-p", f"CPUWeight={SCOPE_CPU_WEIGHT}"]
     if limits.memory_mb:
         argv += ["-p", f"MemoryMax={limits.memory_mb}M", "-p", "MemorySwapMax=0"]
     return [*argv, "--"]
 
 
-def launcher_argv(group: Group | None, limits: SandboxLimits, command: list[str]) -> list[str]:
-    """``command`` started inside ``group`` (or a systemd scope), open files capped."""
-    import sys
-
-    launcher = Path(__file__).with_name("limited.py")
-    argv = [sys.executable, "-I", "-S", str(launcher), "--open-files", str(limits.open_files)]
-    if group is not None:
-        for procs in group.join_files():
-            argv += ["--join", procs]
-        if group.control.backend is Backend.SYSTEMD:
-            return [*systemd_argv(limits), *argv, "--", *command]
-    return [*argv, "--", *command]
+def launch_argv(group: Group | None, limits: Limits, command: Sequence[str]) -> list[str]:
+    """``command`` started inside ``group`` (or its systemd scope) by the launcher, under
+    ``limits``' rlimits (None: no group, the rlimits alone)."""
+    argv = limited_argv(command, limits, join=group.join_files() if group is not None else ())
+    if group is not None and group.control.backend is Backend.SYSTEMD:
+        return [*systemd_argv(limits), *argv]
+    return argv
 
 
 def cpu_times(threads: list[int]) -> dict[int, tuple[int, int]]:

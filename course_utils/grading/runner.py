@@ -20,6 +20,7 @@ from pathlib import Path
 from ..paths import check_lessons
 from . import cgroups, feedback, gradebook, sandbox, submitted
 from .intake import Submission, absent, discover, student_folders
+from .limited import FIXED_CAPS
 from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
 from .report import Row, write_csv, write_json
@@ -74,15 +75,16 @@ def resources_in_force(use_limits: bool) -> cgroups.ResourceControl:
 
 
 def describe_limits(resources: cgroups.ResourceControl, limits: Limits, jobs: int) -> str:
-    """One line: which limits hold for each submission (printed at the top of a run)."""
+    """One line naming exactly the caps each submission runs under: its control group's
+    (when there is one), and the rlimits the launcher sets in each of its processes."""
     user = "as uid 65534 (nobody)" if os.geteuid() == 0 else "as you"
+    per_process = ", ".join([*limits.per_process_caps(), *FIXED_CAPS])
     if not resources.enforced:
-        return (f"{resources.description}. Per process only: {limits.memory_mb} MiB of address "
-                f"space, {limits.max_open_files} open files; student code runs {user}")
-    memory = f"{limits.memory_mb} MiB of memory" if limits.memory_mb else "no memory cap"
-    return (f"{resources.backend}: each sandbox {memory} (shared memory and tmpfs included), "
-            f"{limits.max_processes} processes, {limits.max_open_files} open files per process, "
-            f"an equal CPU share among {jobs} worker(s); student code runs {user}")
+        return (f"{resources.description}. Per process only: {per_process}; "
+                f"student code runs {user}")
+    per_sandbox = ", ".join(limits.per_sandbox_caps())
+    return (f"{resources.backend}: each sandbox {per_sandbox}, an equal CPU share among {jobs} "
+            f"worker(s); each process {per_process}; student code runs {user}")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ What a sandboxed process gets (see docs/grading.md for what that does and does n
 * exactly one writable folder of the caller's: its scratch folder (its HOME and cwd);
 * no capabilities, even when the grader runs as root (then the command becomes uid 65534
   with ``limited.py --user``: bwrap keeps only the capability to change user for it);
-* resource limits for the whole sandbox come from its cgroup (cgroups.py), not from bwrap.
+* resource limits for the whole sandbox come from its cgroup (cgroups.py), per process from
+  the launcher (limited.py), not from bwrap.
 
 Two entry points: :func:`bwrap_argv` builds the command line (the grader's kernels use it),
 and :func:`run` runs a command with limits and a timeout (for checks that must run a
@@ -35,7 +36,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import cgroups
+from .launcher import limited_argv
 from .limited import UNPRIVILEGED
+from .records import Limits
 
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
                 "Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)")
@@ -282,16 +286,6 @@ def _cover(path: Path) -> list[str]:
     return []
 
 
-def limited_argv(command: Sequence[str], *, memory_mb: int, max_file_mb: int,
-                 open_files: int = 0, user: int = -1) -> list[str]:
-    """``command`` run under rlimits (data memory, file size, open files, no core dumps),
-    as ``user`` when started as root (-1: as it is)."""
-    launcher = Path(__file__).with_name("limited.py")
-    return [sys.executable, "-I", "-S", str(launcher), "--memory-mb", str(memory_mb),
-            "--max-file-mb", str(max_file_mb), "--open-files", str(open_files),
-            "--user", str(user), "--", *command]
-
-
 @functools.cache
 def detect() -> Isolation:
     """Whether bwrap is installed and can build a sandbox here (tried once per process)."""
@@ -333,23 +327,23 @@ def default_env(scratch: Path) -> dict[str, str]:
 
 
 _runs = itertools.count()
+DEFAULT_LIMITS = Limits()  # a grading kernel's, as `course grade` sets them by default
 
 
-def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int = 4096,
-        max_file_mb: int = 64, output_bytes: int = 1_000_000,
+def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits = DEFAULT_LIMITS,
         env: Mapping[str, str] | None = None, readable: Sequence[Path] = (),
-        hidden: Sequence[Path] = (), processes: int = 256, open_files: int = 1024,
-        use_limits: bool = True, confined: bool = True, inside: str = "") -> SandboxedRun:
-    """Run ``command`` in a fresh sandbox in ``scratch``, with the limits a grading kernel
-    has; kill it and all it started after ``timeout`` s (wall time).
+        hidden: Sequence[Path] = (), use_limits: bool = True, confined: bool = True,
+        inside: str = "") -> SandboxedRun:
+    """Run ``command`` in a fresh sandbox in ``scratch``, under ``limits`` (a grading kernel's
+    by default); kill it and all it started after ``timeout`` s (wall time).
 
-    The sandbox and everything it starts share one cgroup (cgroups.py): ``memory_mb`` in all
-    (shared memory and tmpfs included; it also caps each process's data memory; 0: no
-    cap), ``processes`` at once; each process may open ``open_files`` files and write files
-    of ``max_file_mb``. Grading as root, the command runs as uid 65534 (``scratch`` is
-    handed to that user). Only the first ``output_bytes`` of stdout and of stderr are kept;
-    the rest is never held in memory. Nothing it started outlives the call. ``env`` defaults
-    to :func:`default_env`. Raises SandboxUnavailable where bwrap is missing, and
+    The sandbox and everything it starts share one cgroup (cgroups.py), which holds
+    ``limits``' per-sandbox caps (memory in all, shared memory and tmpfs included; processes
+    at once); each process has its per-process caps (the launcher's rlimits: data memory,
+    open files, file size). Grading as root, the command runs as uid 65534 (``scratch`` is
+    handed to that user). Only the first ``limits.output_bytes`` of stdout and of stderr are
+    kept; the rest is never held in memory. Nothing it started outlives the call. ``env``
+    defaults to :func:`default_env`. Raises SandboxUnavailable where bwrap is missing, and
     cgroups.LimitsUnavailable where no cgroup can be made (``use_limits=False`` runs
     without). ``confined=False`` (a grader run with --unsafe-no-sandbox) runs it without the
     sandbox, as the grading user, with the limits alone. ``inside``: a cgroup (relative to
@@ -358,11 +352,9 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
     Example (two DDP ranks on the CPU)::
 
         done = run(["torchrun", "--standalone", "--nproc_per_node=2", "train.py"],
-                   scratch=folder, timeout=120)
+                   scratch=folder, timeout=120, limits=Limits(memory_mb=2048))
         done.returncode, done.stdout, done.timed_out, done.refused
     """
-    from . import cgroups
-
     isolation = require() if confined else None
     control = cgroups.require() if use_limits else cgroups.UNSAFE
     scratch = Path(scratch).resolve()
@@ -371,18 +363,16 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
         for path in [scratch, *scratch.rglob("*")]:
             os.chown(path, user, user, follow_symlinks=False)
         scratch.chmod(scratch.stat().st_mode | 0o711)  # bwrap enters it before the switch
-    inner = limited_argv(command, memory_mb=memory_mb, max_file_mb=max_file_mb,
-                         open_files=open_files, user=user)
+    inner = limited_argv(command, limits, user=user)
     argv = inner if isolation is None else bwrap_argv(
         inner, Confinement(scratch, tuple(map(Path, readable)), tuple(map(Path, hidden))),
         bwrap=isolation.bwrap or "bwrap", switch_user=user >= 0)
-    limits = cgroups.SandboxLimits(memory_mb, processes, open_files)
     group = None
     if control.enforced:
         name = f"course-run-{os.getpid()}-{next(_runs)}"
         group = cgroups.Group(control, f"{inside}/{name}" if inside else name).create(
             limits, parents=not inside)
-    argv = cgroups.launcher_argv(group, limits, argv)
+    argv = cgroups.launch_argv(group, limits, argv)
     started = time.monotonic()
     # Output goes to files the sandbox cannot see (their size is capped by the file-size
     # rlimit), not to pipes that could fill this process's memory.
@@ -403,7 +393,7 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, memory_mb: int
             texts = []
             for handle in (out, err):
                 handle.seek(0)
-                texts.append(handle.read(output_bytes).decode("utf-8", errors="replace"))
+                texts.append(handle.read(limits.output_bytes).decode("utf-8", errors="replace"))
         refused = group.counters().describe() if group is not None else ""
     finally:
         if group is not None:

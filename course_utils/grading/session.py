@@ -73,11 +73,6 @@ class KernelRecipe:
     cpu_share: float = 1.0          # cores each worker's sandboxes are guaranteed together
 
     @property
-    def sandbox_limits(self) -> cgroups.SandboxLimits:
-        return cgroups.SandboxLimits(self.limits.memory_mb, self.limits.max_processes,
-                                     self.limits.max_open_files)
-
-    @property
     def user(self) -> int:
         """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
         return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
@@ -91,10 +86,9 @@ class KernelRecipe:
 
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
+    # kernel.py parses the launcher's options (limited.py) and applies them itself.
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
-            "--memory-mb", str(recipe.limits.memory_mb),
-            "--max-file-mb", str(recipe.limits.max_file_mb),
-            "--open-files", str(recipe.limits.max_open_files), "--user", str(recipe.user)]
+            *recipe.limits.launcher_options(), "--user", str(recipe.user)]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
     # No history database: the grader's cells are not history, and it would be a file per
@@ -134,9 +128,8 @@ class KernelSession:
             if not slot.folders or not slot.folders[0].exists():
                 slot.create(None, parents=False)
             self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
-            self.group.create(recipe.sandbox_limits, parents=False)
-        if recipe.control.enforced or recipe.limits.max_open_files:
-            command = cgroups.launcher_argv(self.group, recipe.sandbox_limits, command)
+            self.group.create(recipe.limits, parents=False)
+        command = cgroups.launch_argv(self.group, recipe.limits, command)
         self.user = recipe.user
         # "message": the kernel interrupts itself, since from outside its session it cannot
         # be reached by a process-group signal.
