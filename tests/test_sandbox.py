@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.grading import sandbox
+from course_utils.grading import confinement, sandbox
 from course_utils.grading.records import Limits
 
 from .conftest import ROOT
@@ -167,7 +167,7 @@ def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
     """Checks the command line asks for PID, network, IPC and UTS namespaces, drops
     capabilities, dies with its parent, and binds the scratch folder last (on top)."""
     hidden = ROOT / "course_utils" / "checks"
-    argv = sandbox.bwrap_argv(["true"], sandbox.Confinement(tmp_path, hidden=(hidden,)))
+    argv = confinement.bwrap_argv(["true"], confinement.Confinement(tmp_path, hidden=(hidden,)))
     for option in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                    "--die-with-parent", "--new-session"):
         assert option in argv
@@ -179,8 +179,8 @@ def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
     assert argv.index("--bind") > argv.index(str(hidden)) > argv.index("--proc")
     assert argv[argv.index(str(hidden)) - 1] == "--tmpfs"
     # A folder outside everything visible needs no cover.
-    assert str(ROOT / "solutions") not in sandbox.bwrap_argv(
-        ["true"], sandbox.Confinement(tmp_path, hidden=(ROOT / "solutions",)))
+    assert str(ROOT / "solutions") not in confinement.bwrap_argv(
+        ["true"], confinement.Confinement(tmp_path, hidden=(ROOT / "solutions",)))
 
 
 def test_without_bwrap_the_error_says_how_to_install_it(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..paths import check_lessons
 from . import cgroups, feedback, gradebook, sandbox, submitted
+from .groups import Group
 from .intake import Submission, absent, discover, student_folders
 from .limited import FIXED_CAPS
 from .pool import StopRequest, WorkerPool
@@ -141,7 +142,7 @@ def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None
                            limits.max_notebook_bytes)
         run_seed = secrets.randbelow(2**31) if seed is None else seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
-        run_group = cgroups.Group(resources, scratch_root.name)
+        run_group = Group(resources, scratch_root.name)
         if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
             run_group.create(None, cpu_tasks=4 * jobs)
         recorder = _Recorder(db_url, out, len(klass.found), progress)

@@ -23,13 +23,15 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 from . import cgroups
+from .confinement import Confinement, bwrap_argv
+from .fairtime import cpu_times, starved_seconds
+from .groups import Group, launch_argv
 from .limited import UNPRIVILEGED
 from .records import Limits
-from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
 # A cell's (and the submission's) time limit is extended by the wall time the sandbox lost
-# waiting for a CPU while it got less than its share (cgroups.starved_seconds), up to this
+# waiting for a CPU while it got less than its share (fairtime.starved_seconds), up to this
 # many cell limits per notebook: a neighbour's load, or the machine's, is not the student's.
 MAX_WAIT_SHARE = 2.0
 
@@ -122,14 +124,14 @@ class KernelSession:
         # the spares a worker starts share that worker's CPU instead of taking more. Both are
         # made only inside the run's group (FileNotFoundError once the run has removed it):
         # a kernel started late must not make the run's group again, outliving the run.
-        self.group: cgroups.Group | None = None
+        self.group: Group | None = None
         if recipe.control.enforced:
-            slot = cgroups.Group(recipe.control, recipe.worker_group)
+            slot = Group(recipe.control, recipe.worker_group)
             if not slot.folders or not slot.folders[0].exists():
                 slot.create(None, parents=False)
-            self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
+            self.group = Group(recipe.control, f"{slot.name}/{self.folder.name}")
             self.group.create(recipe.limits, parents=False)
-        command = cgroups.launch_argv(self.group, recipe.limits, command)
+        command = launch_argv(self.group, recipe.limits, command)
         self.user = recipe.user
         # "message": the kernel interrupts itself, since from outside its session it cannot
         # be reached by a process-group signal.
@@ -255,7 +257,7 @@ class KernelSession:
         timeout = self._budget(self.limits.cell_timeout)
         self._cell_limit = timeout
         if self.group is not None:  # time lost to other sandboxes counts from here
-            self._cpu_before = cgroups.cpu_times(self.group.threads())
+            self._cpu_before = cpu_times(self.group.threads())
             self._cell_started = time.monotonic()
         outputs: list = []
         size = 0
@@ -320,14 +322,14 @@ class KernelSession:
 
     def _starvation(self) -> float:
         """Seconds to add to a limit that has run out: the wall time the sandbox lost to
-        others since the cell started (cgroups.starved_seconds), less what was added
+        others since the cell started (fairtime.starved_seconds), less what was added
         already, at most MAX_WAIT_SHARE of the cell limit per notebook in all. A neighbour's
         load is not the student's time."""
         if self.group is None:
             return 0.0
         now = time.monotonic()
-        lost = cgroups.starved_seconds(self._cpu_before, cgroups.cpu_times(self.group.threads()),
-                                       now - self._cell_started, self._cpu_share)
+        lost = starved_seconds(self._cpu_before, cpu_times(self.group.threads()),
+                               now - self._cell_started, self._cpu_share)
         lost_in_cell = lost - self._added_in_cell()
         allowed = MAX_WAIT_SHARE * self.limits.cell_timeout - self.waited
         added = min(lost_in_cell, max(0.0, allowed))
