@@ -24,6 +24,7 @@ from course_utils.grading import cgroups, groups
 from course_utils.grading.fairtime import starved_seconds
 from course_utils.grading.groups import Group
 from course_utils.grading.records import Limits
+from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
 from tests import grading_corpus as corpus
 
@@ -122,7 +123,8 @@ def graded(tmp_path_factory):
     memory_before, processes_before = _available_mib(), len(_pids())
     limits = Limits(memory_mb=2048, max_processes=128, max_open_files=256, cell_timeout=90,
                     output_bytes=100_000, total_output_bytes=1_000_000)
-    outcome = grade(ROOT, base / "submissions", base / "out", jobs=2, seed=1, limits=limits)
+    outcome = grade(GradeRequest(ROOT, base / "submissions", base / "out", jobs=2, seed=1,
+                                 limits=limits))
     rows = {row.student: row for row in outcome.rows if row.status.value != "missing"}
     return rows, base / "out", memory_before, processes_before, outcome
 
@@ -272,7 +274,8 @@ def test_the_run_group_goes_only_once_every_worker_is_gone(tmp_path, monkeypatch
 
     monkeypatch.setattr(Group, "remove", remove_and_note)
     (tmp_path / "submissions").mkdir()
-    outcome = grade(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=2, seed=1)
+    outcome = grade(GradeRequest(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=2,
+                                 seed=1))
     assert outcome.group.startswith("course-grade-") and outcome.groups_left == []
     assert alive_at_removal == [], "workers were still running when the run's group was removed"
     left = [root for root in outcome.resources.roots if (Path(root) / outcome.group).exists()]

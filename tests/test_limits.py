@@ -16,8 +16,16 @@ import pytest
 from course_utils.grading import cgroups, limited
 from course_utils.grading.launcher import limited_argv
 from course_utils.grading.records import Limits, spec_of
-from course_utils.grading.runner import describe_limits
+from course_utils.grading.request import (
+    GradeRequest,
+    IsolationChosen,
+    LimitsChosen,
+    SubmissionRecorded,
+    describe_limits,
+)
 from course_utils.grading.session import KernelRecipe, kernel_command
+
+from .conftest import ROOT
 
 # Every limit away from its default, so that a value read from the wrong place shows.
 ODD = Limits(cell_timeout=7.5, submission_timeout=33.0, memory_mb=700, max_processes=77,
@@ -91,6 +99,27 @@ def test_the_summary_names_the_caps_the_launcher_and_the_group_set(monkeypatch):
     unsafe = describe_limits(cgroups.UNSAFE, Limits(memory_mb=0), 1)
     assert "Per process only: no data-memory cap, 1024 open files" in unsafe
     assert "processes and threads" not in unsafe  # no group: no process cap
+
+
+@pytest.mark.slow
+def test_a_run_tells_its_caller_what_holds_then_each_result(tmp_path):
+    """Checks grade() sends one typed event per step: the isolation, the limits (the summary
+    of the request's own limits), then each result recorded, counted."""
+    student = tmp_path / "submissions" / "alex" / "00_setup"
+    student.mkdir(parents=True)
+    (student / "setup.ipynb").symlink_to(ROOT / "solutions" / "00_setup" / "setup.ipynb")
+    from course_utils.grading.runner import grade
+
+    heard = []
+    request = GradeRequest(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=1, seed=3,
+                           limits=Limits(max_open_files=321), use_sandbox=False,
+                           use_limits=False)
+    outcome = grade(request, on_event=heard.append)
+    assert [type(event) for event in heard] == [IsolationChosen, LimitsChosen,
+                                                 SubmissionRecorded]
+    assert not heard[0].isolation.sandboxed and "321 open files" in heard[1].summary
+    assert heard[2].line == "[1/1] alex 00_setup: 0/6 invalid"
+    assert [row.status.value for row in outcome.rows] == ["invalid"]
 
 
 def test_a_sandboxed_command_has_no_defaults_of_its_own():

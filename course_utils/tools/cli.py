@@ -51,14 +51,30 @@ def _announce_limits(line: str, resources) -> None:
               "this machine and slow every neighbour.", file=sys.stderr, flush=True)
 
 
+def _hear(event, as_text: bool) -> None:
+    """What `course grade` prints of a run as it goes: the isolation and the limits first
+    (in table form only: JSON output stays JSON), then a line per submission on stderr."""
+    from ..grading.request import IsolationChosen, LimitsChosen, SubmissionRecorded
+
+    match event:
+        case IsolationChosen(isolation) if as_text:
+            _announce(isolation)
+        case LimitsChosen(summary, resources) if as_text:
+            _announce_limits(summary, resources)
+        case SubmissionRecorded():
+            print(event.line, file=sys.stderr, flush=True)
+
+
 def _grade(args) -> int:
     from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
     from ..grading.records import Limits
     from ..grading.report import as_json, format_table
+    from ..grading.request import GradeRequest
     from ..grading.roster import read_roster
     from ..grading.runner import grade
+    from ..grading.shard import WHOLE, Shard
     from ..paths import course_root
 
     limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
@@ -66,19 +82,15 @@ def _grade(args) -> int:
                     total_output_bytes=args.max_total_output,
                     max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
                     max_open_files=args.max_open_files)
-    from ..grading.shard import WHOLE, Shard
-
-    roster = read_roster(Path(args.roster)) if args.roster else None
-    shard = Shard.parse(args.shard) if args.shard else WHOLE
     out = Path(args.out)
     as_text = args.format == "table"
-    outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
-                    db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
-                    use_sandbox=not args.unsafe_no_sandbox,
-                    use_limits=not args.unsafe_no_limits, roster=roster, shard=shard,
-                    on_isolation=_announce if as_text else lambda isolation: None,
-                    on_limits=_announce_limits if as_text else lambda line, resources: None,
-                    progress=lambda line: print(line, file=sys.stderr, flush=True))
+    request = GradeRequest(
+        course_root(), Path(args.submissions), out, lessons=tuple(args.lesson or ()),
+        db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
+        use_sandbox=not args.unsafe_no_sandbox, use_limits=not args.unsafe_no_limits,
+        shard=Shard.parse(args.shard) if args.shard else WHOLE,
+        roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
+    outcome = grade(request, on_event=lambda event: _hear(event, as_text))
     if not as_text:
         print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
                       not_graded=outcome.not_graded))
