@@ -1,6 +1,6 @@
 """Grading limits are declared once, in grading.records.Limits, and every seam reads them there:
 the launcher's options (limited.py, which cannot import the record), the grading kernel's
-command, `sandbox.run` and the summary line a run prints."""
+command, `course grade`'s options and help, and the summary line a run prints."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ import pytest
 
 from course_utils.grading import cgroups, limited
 from course_utils.grading.launcher import limited_argv
-from course_utils.grading.records import Limits, spec_of
+from course_utils.grading.records import Limits, command_line_limits, spec_of
 from course_utils.grading.request import (
     GradeRequest,
     IsolationChosen,
@@ -24,6 +24,7 @@ from course_utils.grading.request import (
     describe_limits,
 )
 from course_utils.grading.session import KernelRecipe, kernel_command
+from course_utils.tools.cli import build_parser
 
 from .conftest import ROOT
 
@@ -83,6 +84,38 @@ def test_the_kernel_command_carries_the_same_launcher_options():
     limited.add_arguments(parser)
     parsed, _ = parser.parse_known_args(argv[3:])
     assert all(getattr(parsed, limit.name) == getattr(ODD, limit.name) for limit in PER_PROCESS)
+
+
+def _grade_help() -> str:
+    commands = next(action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    return " ".join(commands.choices["grade"].format_help().split())
+
+
+def test_course_grade_lists_every_limit_with_its_unit_and_default():
+    """Checks `course grade --help` has an option per limit with a flag, each with its help,
+    unit and default from the record, and no option for the internal ones."""
+    text = _grade_help()
+    for limit in dataclasses.fields(Limits):
+        spec = spec_of(limit)
+        if spec.flag is None:
+            assert "--" + limit.name.replace("_", "-") not in text
+            continue
+        assert spec.flag in text and spec.option_help(limit.default) in text
+    assert "default: 4096 MiB (0: no cap)" in text and "default: 512 processes" in text
+
+
+def test_course_grade_options_build_the_record():
+    """Checks the options `course grade` parses become a Limits with those values, and the
+    defaults become the record's defaults."""
+    flags = [word for limit in command_line_limits()
+             for word in (spec_of(limit).flag, str(getattr(ODD, limit.name)))]
+    from course_utils.tools.cli import _limits_from
+
+    given = _limits_from(build_parser().parse_args(["grade", "folder", *flags]))
+    assert given == dataclasses.replace(ODD, startup_timeout=Limits().startup_timeout,
+                                        max_file_mb=Limits().max_file_mb)
+    assert _limits_from(build_parser().parse_args(["grade", "folder"])) == Limits()
 
 
 def test_the_summary_names_the_caps_the_launcher_and_the_group_set(monkeypatch):
