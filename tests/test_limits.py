@@ -118,7 +118,7 @@ def test_course_grade_options_build_the_record():
     assert _limits_from(build_parser().parse_args(["grade", "folder"])) == Limits()
 
 
-def test_the_summary_names_the_caps_the_launcher_and_the_group_set(monkeypatch):
+def test_the_summary_names_the_caps_the_launcher_and_the_group_set():
     """Checks the line a run prints names each rlimit the launcher sets (RLIMIT_DATA is data
     memory, not the address space), no core dumps, and the control group's caps."""
     v1 = cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=("/a", "/b", "/c"))

@@ -106,12 +106,12 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
     ``autograded/<student>/<lesson>/`` under ``request.out``. The roster names the students
     in the gradebook and adds a ``missing`` row for each lesson a student on it did not
     submit. Hand grades given in formgrader are kept, and counted. Refuses to grade without
-    the sandbox unless ``use_sandbox`` is False, and without whole-submission limits
-    (cgroups.py) unless ``use_limits`` is False. ``on_event`` hears which isolation and
+    the sandbox unless ``request.use_sandbox`` is False, and without whole-submission limits
+    (cgroups.py) unless ``request.use_limits`` is False. ``on_event`` hears which isolation and
     limits are in force before any work starts (IsolationChosen, LimitsChosen), then each
     result as it is recorded (SubmissionRecorded). Ctrl-C stops the run: what was graded is
-    kept and written, and the outcome says how many were not graded. ``shard`` grades only
-    its part of the class (its students, roster included; shard.py).
+    kept and written, and the outcome says how many were not graded. ``request.shard``
+    grades only its part of the class (its students, roster included; shard.py).
 
     The stages, in order: check the request; say what defends the machine; read the class;
     grade it on the workers (the gradebook is set up meanwhile); write the tables.
