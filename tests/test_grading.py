@@ -13,6 +13,7 @@ import pytest
 
 from course_utils.grading.records import Limits
 from course_utils.grading.report import read_csv
+from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
 from course_utils.grading.session import MAX_WAIT_SHARE
 
@@ -234,8 +235,8 @@ def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):
         target.mkdir(parents=True)
         for path in source.iterdir():
             (target / path.name).write_bytes(path.read_bytes())
-    outcome = grade(ROOT, submissions, tmp_path / "out", jobs=1, limits=Limits(**LIMITS),
-                    seed=SEED)
+    outcome = grade(GradeRequest(ROOT, submissions, tmp_path / "out", jobs=1,
+                                 limits=Limits(**LIMITS), seed=SEED))
     assert len(outcome.rows) == len(subset)
     for row in outcome.rows:
         assert row == graded["rows"][(row.student, row.lesson)]

@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from course_utils.grading.records import Limits
+from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +145,8 @@ def graded(tmp_path_factory, grading_sandbox):
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
     limits = Limits(memory_mb=4096, cell_timeout=120, submission_timeout=400)
-    outcome = grade(ROOT, base / "submissions", base / "out", jobs=2, seed=7, limits=limits)
+    outcome = grade(GradeRequest(ROOT, base / "submissions", base / "out", jobs=2, seed=7,
+                                 limits=limits))
     rows = {row.student: row for row in outcome.rows if row.status.value != "missing"}
     return rows, base / "out"
 

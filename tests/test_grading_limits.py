@@ -20,8 +20,11 @@ import nbformat
 import pytest
 import torch
 
-from course_utils.grading import cgroups
+from course_utils.grading import cgroups, groups
+from course_utils.grading.fairtime import starved_seconds
+from course_utils.grading.groups import Group
 from course_utils.grading.records import Limits
+from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
 from tests import grading_corpus as corpus
 
@@ -120,7 +123,8 @@ def graded(tmp_path_factory):
     memory_before, processes_before = _available_mib(), len(_pids())
     limits = Limits(memory_mb=2048, max_processes=128, max_open_files=256, cell_timeout=90,
                     output_bytes=100_000, total_output_bytes=1_000_000)
-    outcome = grade(ROOT, base / "submissions", base / "out", jobs=2, seed=1, limits=limits)
+    outcome = grade(GradeRequest(ROOT, base / "submissions", base / "out", jobs=2, seed=1,
+                                 limits=limits))
     rows = {row.student: row for row in outcome.rows if row.status.value != "missing"}
     return rows, base / "out", memory_before, processes_before, outcome
 
@@ -260,7 +264,7 @@ def test_the_run_group_goes_only_once_every_worker_is_gone(tmp_path, monkeypatch
 
     before = set(multiprocessing.active_children())
     alive_at_removal = []
-    remove = cgroups.Group.remove
+    remove = Group.remove
 
     def remove_and_note(group, *args, **kwargs):
         if group.name.startswith("course-grade-") and "/" not in group.name:  # the run's
@@ -268,9 +272,10 @@ def test_the_run_group_goes_only_once_every_worker_is_gone(tmp_path, monkeypatch
                                     set(multiprocessing.active_children()) - before)
         return remove(group, *args, **kwargs)
 
-    monkeypatch.setattr(cgroups.Group, "remove", remove_and_note)
+    monkeypatch.setattr(Group, "remove", remove_and_note)
     (tmp_path / "submissions").mkdir()
-    outcome = grade(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=2, seed=1)
+    outcome = grade(GradeRequest(ROOT, tmp_path / "submissions", tmp_path / "out", jobs=2,
+                                 seed=1))
     assert outcome.group.startswith("course-grade-") and outcome.groups_left == []
     assert alive_at_removal == [], "workers were still running when the run's group was removed"
     left = [root for root in outcome.resources.roots if (Path(root) / outcome.group).exists()]
@@ -285,7 +290,7 @@ def test_a_kernel_started_late_does_not_make_the_run_group_again(tmp_path):
         pytest.skip(f"no control groups here: {control.problem}")
     from course_utils.grading.session import KernelRecipe, KernelSession
 
-    run = cgroups.Group(control, f"course-grade-late-{os.getpid()}-{secrets.token_hex(4)}")
+    run = Group(control, f"course-grade-late-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         assert run.create(None).remove() == []
         recipe = KernelRecipe(Limits(), {}, control=control, group=run.name)
@@ -301,7 +306,7 @@ def test_remove_lists_a_group_made_again_meanwhile(tmp_path, monkeypatch):
     makes again as it is removed (a late kernel's mkdir) is listed as left, not as removed;
     the folders stand in for v1 hierarchies."""
     roots = tuple(str(tmp_path / controller) for controller in cgroups.V1_CONTROLLERS)
-    group = cgroups.Group(cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=roots),
+    group = Group(cgroups.ResourceControl(cgroups.Backend.V1, "v1", roots=roots),
                           "course-grade-x")
     for folder in group.folders:
         (folder / "w1" / "k1").mkdir(parents=True)
@@ -337,14 +342,14 @@ def test_a_systemd_scope_carries_every_limit():
     sandbox in a scope with MemoryMax, no swap, TasksMax and a CPU weight, and the open-file
     launcher inside it."""
     control = cgroups.ResourceControl(cgroups.Backend.SYSTEMD, "scope")
-    limits = cgroups.SandboxLimits(memory_mb=1024, processes=64, open_files=128)
-    argv = cgroups.launcher_argv(cgroups.Group(control, "x"), limits, ["bwrap", "--", "cmd"])
+    limits = Limits(memory_mb=1024, max_processes=64, max_open_files=128)
+    argv = groups.launch_argv(Group(control, "x"), limits, ["bwrap", "--", "cmd"])
     scope = argv[:argv.index("--")]
     assert scope[0] == "systemd-run" and "--scope" in scope
     assert ("--user" in scope) == (os.geteuid() != 0)
     for setting in ("MemoryMax=1024M", "MemorySwapMax=0", "TasksMax=64", "CPUWeight=100"):
         assert setting in scope
-    assert argv[-3:] == ["bwrap", "--", "cmd"] and "--open-files" in argv and "128" in argv
+    assert argv[-3:] == ["bwrap", "--", "cmd"] and "--max-open-files" in argv and "128" in argv
 
 
 def test_without_cgroups_grading_refuses_unless_told(monkeypatch):
@@ -373,12 +378,12 @@ def test_time_lost_counts_only_below_the_sandbox_share():
     second = 10**9
     # Eight spinners on a 1-core share for 10 s: 10 s of CPU in all, each waited 8.75 s.
     spinner = {tid: (int(1.25 * second), int(8.75 * second)) for tid in range(8)}
-    assert cgroups.starved_seconds({}, spinner, 10.0, 1.0) == 0
+    assert starved_seconds({}, spinner, 10.0, 1.0) == 0
     # One thread that ran 4 s of 10 on a 1-core share, waiting 6 s: owed 6 s.
     starved = {1: (4 * second, 6 * second)}
-    assert cgroups.starved_seconds({}, starved, 10.0, 1.0) == pytest.approx(6.0)
+    assert starved_seconds({}, starved, 10.0, 1.0) == pytest.approx(6.0)
     # Counted from the cell's start: waits before it are not owed.
-    assert cgroups.starved_seconds({1: (0, 5 * second)}, starved, 10.0, 1.0) \
+    assert starved_seconds({1: (0, 5 * second)}, starved, 10.0, 1.0) \
         == pytest.approx(1.0)
     # A sleeper: no CPU, no wait.
-    assert cgroups.starved_seconds({}, {1: (0, 0)}, 10.0, 1.0) == 0
+    assert starved_seconds({}, {1: (0, 0)}, 10.0, 1.0) == 0

@@ -20,6 +20,7 @@ import pytest
 
 from course_utils.grading.records import Limits
 from course_utils.grading.report import read_csv
+from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
 
 from . import grading_corpus as corpus
@@ -151,8 +152,8 @@ def test_a_kernel_that_does_not_start_is_kernel_died(tmp_path, solution, grading
     """Checks a kernel that misses its start-up limit gives `kernel-died` with the reason
     (it used to raise a NameError in the worker and become `error`)."""
     write_cases(tmp_path / "submissions", solution, ["honest"])
-    outcome = grade(ROOT, tmp_path / "submissions", tmp_path / "out", seed=1,
-                    limits=Limits(startup_timeout=0.01))
+    outcome = grade(GradeRequest(ROOT, tmp_path / "submissions", tmp_path / "out", seed=1,
+                                 limits=Limits(startup_timeout=0.01)))
     [row] = outcome.rows
     assert (row.score, row.status.value) == (0, "kernel-died"), row
     assert row.reason == "the kernel did not start in time"

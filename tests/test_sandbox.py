@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.grading import sandbox
+from course_utils.grading import confinement, sandbox
+from course_utils.grading.records import Limits
 
 from .conftest import ROOT
 
@@ -134,7 +135,7 @@ def test_limits_hold_inside(grading_sandbox, scratch):
     script = ("try:\n    bytearray(2 * 2**30)\nexcept MemoryError:\n    print('capped')\n"
               "print('y' * 100_000)\n")
     done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
-                       memory_mb=512, output_bytes=1000)
+                       limits=Limits(memory_mb=512, output_bytes=1000))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("capped\n") and len(done.stdout) == 1000
 
@@ -156,7 +157,7 @@ def test_the_memory_cap_leaves_mapped_libraries_alone(grading_sandbox, scratch):
               "print('mapped', sum(len(m) for m in maps) >> 20)\n"
               "try:\n    bytearray(1024 * 2**20)\nexcept MemoryError:\n    print('capped')\n")
     done = sandbox.run([sys.executable, "-c", script], scratch=scratch, timeout=60,
-                       memory_mb=512)
+                       limits=Limits(memory_mb=512))
     assert done.returncode == 0, done.stderr
     mapped, capped = done.stdout.splitlines()
     assert int(mapped.split()[1]) > 512 and capped == "capped"
@@ -166,7 +167,7 @@ def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
     """Checks the command line asks for PID, network, IPC and UTS namespaces, drops
     capabilities, dies with its parent, and binds the scratch folder last (on top)."""
     hidden = ROOT / "course_utils" / "checks"
-    argv = sandbox.bwrap_argv(["true"], sandbox.Confinement(tmp_path, hidden=(hidden,)))
+    argv = confinement.bwrap_argv(["true"], confinement.Confinement(tmp_path, hidden=(hidden,)))
     for option in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                    "--die-with-parent", "--new-session"):
         assert option in argv
@@ -178,8 +179,8 @@ def test_the_argv_is_bubblewrap_with_every_namespace(tmp_path):
     assert argv.index("--bind") > argv.index(str(hidden)) > argv.index("--proc")
     assert argv[argv.index(str(hidden)) - 1] == "--tmpfs"
     # A folder outside everything visible needs no cover.
-    assert str(ROOT / "solutions") not in sandbox.bwrap_argv(
-        ["true"], sandbox.Confinement(tmp_path, hidden=(ROOT / "solutions",)))
+    assert str(ROOT / "solutions") not in confinement.bwrap_argv(
+        ["true"], confinement.Confinement(tmp_path, hidden=(ROOT / "solutions",)))
 
 
 def test_without_bwrap_the_error_says_how_to_install_it(tmp_path):

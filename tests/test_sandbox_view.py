@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.grading import cgroups, sandbox
+from course_utils.grading import cgroups, confinement, sandbox
+from course_utils.grading.records import Limits
 
 WALK = textwrap.dedent("""
     import json, os, sys
@@ -44,8 +45,9 @@ WALK = textwrap.dedent("""
 def view(tmp_path_factory, grading_sandbox):
     scratch = tmp_path_factory.mktemp("view")
     (scratch / "walk.py").write_text(WALK)
-    allowed = [*sandbox.SYSTEM_FOLDERS, *map(str, sandbox.python_folders()), str(scratch),
-               "/tmp", *(f"/etc/{name}" for name in (*sandbox.HOST_ETC, *sandbox.SYNTHETIC_ETC))]
+    etc = (*confinement.HOST_ETC, *confinement.SYNTHETIC_ETC)
+    allowed = [*confinement.SYSTEM_FOLDERS, *map(str, confinement.python_folders()),
+               str(scratch), "/tmp", *(f"/etc/{name}" for name in etc)]
     done = sandbox.run([sys.executable, "walk.py", json.dumps(allowed)], scratch=scratch,
                        timeout=60)
     assert done.returncode == 0, done.stderr
@@ -63,10 +65,10 @@ def test_no_home_root_var_or_etc_secrets(view):
     installed there (pyenv), and /etc holds only the allowed names (no shadow, shadow-,
     gshadow-, sudoers, ssh keys)."""
     assert not {"home", "var", "srv", "mnt"} & set(view["top"]), view["top"]
-    to_python = {folder.relative_to("/root").parts[0] for folder in sandbox.python_folders()
+    to_python = {folder.relative_to("/root").parts[0] for folder in confinement.python_folders()
                  if Path("/root") in folder.parents}
     assert set(view["root"]) <= to_python, view["root"]
-    assert set(view["etc"]) <= {*sandbox.HOST_ETC, *sandbox.SYNTHETIC_ETC}, view["etc"]
+    assert set(view["etc"]) <= {*confinement.HOST_ETC, *confinement.SYNTHETIC_ETC}, view["etc"]
     assert "shadow-" not in view["etc"] and "passwd-" not in view["etc"]
 
 
@@ -93,7 +95,7 @@ def test_run_holds_memory_processes_and_output_for_the_whole_sandbox(tmp_path, g
     """)
     (tmp_path / "attack.py").write_text(script)
     done = sandbox.run([sys.executable, "attack.py"], scratch=tmp_path, timeout=60,
-                       memory_mb=768, output_bytes=10_000)
+                       limits=Limits(memory_mb=768, output_bytes=10_000))
     assert "the memory limit killed" in done.refused, done
     assert -9 in json.loads(done.stdout.splitlines()[0])
     assert len(done.stdout) <= 10_000

@@ -9,7 +9,7 @@ kernel (and every command :func:`sandbox.run` runs) gets a cgroup of its own:
   past it the kernel's OOM killer acts *inside the group*, never on the grader;
 * ``pids``: how many processes and threads it may have at once (a fork bomb meets a wall);
 * ``cpu``: an equal weight for each grading worker's group, so that a neighbour spinning on
-  every core leaves each sandbox its share (see :func:`starved_seconds` for the clock).
+  every core leaves each sandbox its share (fairtime.py: the clock that extends its limits).
 
 Open files are capped by ``RLIMIT_NOFILE`` in each process (:mod:`limited`).
 
@@ -24,19 +24,15 @@ Three ways to get cgroups, tried in this order (:func:`detect`):
   sandbox is started in a transient scope with ``MemoryMax``, ``MemorySwapMax=0``,
   ``TasksMax`` and ``CPUWeight``.
 
-A process joins its group by writing its own PID to ``cgroup.procs`` before it starts bwrap
-(``limited.py --join``), so nothing it starts can be outside.
+This module says which of them works here (:func:`detect`, :func:`require`); groups.py makes
+one sandbox's group, enforces its caps there, and removes it.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
-import signal
 import subprocess
-import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
@@ -53,7 +49,6 @@ NOT_LIMITED = (
     "a submission can then use all the memory and processes of this machine (the OOM killer "
     "may pick the grader or the gradebook server) and its CPU use slows its neighbours")
 
-
 class Backend(str, Enum):
     V1 = "cgroup-v1"
     V2 = "cgroup-v2"
@@ -63,15 +58,6 @@ class Backend(str, Enum):
     def __str__(self) -> str:
         return self.value
 
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """What each sandbox (a kernel and everything it starts) may use at once."""
-
-    memory_mb: int = 4096     # all its memory, shared memory and tmpfs included; 0: no cap
-    processes: int = 256      # processes and threads (torch starts a thread per core)
-    open_files: int = 1024    # per process (RLIMIT_NOFILE)
-    cpu_weight: int = 100     # systemd's CPUWeight of each sandbox's scope
 
 
 @dataclass(frozen=True)
@@ -146,7 +132,7 @@ def _v2_root() -> Path | str:
     if missing:
         return f"cgroup v2 group {root} lacks the {', '.join(sorted(missing))} controller"
     for controller in ("memory", "pids", "cpu"):
-        _write(root / "cgroup.subtree_control", f"+{controller}", quiet=True)
+        write_setting(root / "cgroup.subtree_control", f"+{controller}", quiet=True)
     probe = root / f"course-probe-{os.getpid()}"
     try:
         probe.mkdir()
@@ -160,7 +146,7 @@ def _v2_root() -> Path | str:
     return root
 
 
-def _systemd_scope() -> list[str]:
+def systemd_scope() -> list[str]:
     """systemd-run's start of a transient scope: the system manager's as root, else the
     user's."""
     return ["systemd-run", "--scope", "--quiet", "--collect"] if os.geteuid() == 0 \
@@ -170,10 +156,10 @@ def _systemd_scope() -> list[str]:
 def _systemd_works() -> str:
     if shutil.which("systemd-run") is None:
         return "systemd-run is not installed"
-    done = subprocess.run([*_systemd_scope(), "-p", "TasksMax=8", "true"],
+    done = subprocess.run([*systemd_scope(), "-p", "TasksMax=8", "true"],
                           capture_output=True, text=True, check=False, timeout=30)
     return "" if done.returncode == 0 else \
-        f"`{' '.join(_systemd_scope()[:3])}` failed ({done.stderr.strip()[-200:]})"
+        f"`{' '.join(systemd_scope()[:3])}` failed ({done.stderr.strip()[-200:]})"
 
 
 @functools.cache
@@ -224,222 +210,10 @@ def require() -> ResourceControl:
     return control
 
 
-# ---------------------------------------------------------------------- one group
-@dataclass(frozen=True)
-class Group:
-    """A cgroup (v1: the same path in each hierarchy) or a systemd scope's settings."""
-
-    control: ResourceControl
-    name: str  # relative to the control's root, e.g. "course-grade-12/w34/k5"
-
-    @property
-    def folders(self) -> list[Path]:
-        return [Path(root) / self.name for root in self.control.roots]
-
-    def create(self, limits: SandboxLimits | None, cpu_tasks: int = 1, *,
-               parents: bool = True) -> Group:
-        """Make the group (and its parents); ``limits`` None: a parent holding a CPU share
-        worth ``cpu_tasks`` busy processes outside it (the kernel weighs a group as one
-        process: a whole grading run must not count as one among the machine's others).
-        ``parents=False``: only inside a parent that exists, else FileNotFoundError (a
-        grading kernel's group never makes its run's group again once the run removed it)."""
-        for folder in self.folders:
-            folder.mkdir(parents=parents, exist_ok=True)
-        if self.control.backend is Backend.V2:
-            root = Path(self.control.roots[0])
-            for parent in [root, *reversed(self.folders[0].parents)]:
-                if parent == root or root in parent.parents:
-                    for controller in ("memory", "pids", "cpu"):
-                        _write(parent / "cgroup.subtree_control", f"+{controller}", quiet=True)
-        self._set(limits, cpu_tasks)
-        return self
-
-    def _set(self, limits: SandboxLimits | None, cpu_tasks: int) -> None:
-        backend = self.control.backend
-        if backend is Backend.V1:
-            memory, pids, cpu = self.folders
-            if limits is None:
-                _write(cpu / "cpu.shares", str(min(1024 * cpu_tasks, 262144)))
-                return
-            if limits.memory_mb:
-                cap = str(limits.memory_mb * 2**20)
-                _write(memory / "memory.limit_in_bytes", cap)
-                _write(memory / "memory.memsw.limit_in_bytes", cap, quiet=True)  # no swap
-            _write(pids / "pids.max", str(limits.processes))
-        elif backend is Backend.V2:
-            folder = self.folders[0]
-            if limits is None:
-                _write(folder / "cpu.weight", str(min(100 * cpu_tasks, 10000)), quiet=True)
-                return
-            if limits.memory_mb:
-                _write(folder / "memory.max", str(limits.memory_mb * 2**20))
-                _write(folder / "memory.swap.max", "0", quiet=True)
-            _write(folder / "pids.max", str(limits.processes))
-
-    def join_files(self) -> list[str]:
-        """The ``cgroup.procs`` files a launcher writes its PID to."""
-        return [str(folder / "cgroup.procs") for folder in self.folders]
-
-    def pids(self) -> list[int]:
-        """Every process in the group and its children (a thread's id is not listed)."""
-        found: list[int] = []
-        for folder in self.folders[:1]:
-            for procs in folder.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError, ValueError):
-                    found += [int(pid) for pid in procs.read_text().split()]
-        return found
-
-    def threads(self) -> list[int]:
-        found: list[int] = []
-        name = "tasks" if self.control.backend is Backend.V1 else "cgroup.threads"
-        for folder in self.folders[:1]:
-            for tasks in folder.rglob(name):
-                with contextlib.suppress(OSError, ValueError):
-                    found += [int(tid) for tid in tasks.read_text().split()]
-        return found
-
-    def kill(self, wait_s: float = 5.0) -> bool:
-        """SIGKILL everything in the group; True once it is empty."""
-        folders = self.folders
-        if not folders:
-            return True
-        kill_file = folders[0] / "cgroup.kill"
-        deadline = time.monotonic() + wait_s
-        while True:
-            alive = self.pids()
-            if not alive:
-                return True
-            if kill_file.exists():
-                _write(kill_file, "1", quiet=True)
-            for pid in alive:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-
-    def remove(self, wait_s: float = 10.0) -> list[Path]:
-        """Kill what is left and remove the group and its children; the folders that are
-        still there afterwards (none, unless a process outlived ``wait_s`` of SIGKILLs or
-        something kept making the group again), deepest first."""
-        self.kill()
-        # A killed process leaves its group a moment after it dies (the kernel still frees
-        # its memory): until then rmdir says EBUSY, so try again for a while.
-        deadline = time.monotonic() + wait_s
-        while True:
-            for folder in self.folders:
-                for child in sorted(_subgroups(folder), key=lambda p: -len(p.parts)):
-                    with contextlib.suppress(OSError):  # gone already, or busy: see below
-                        child.rmdir()
-            # What is there now, looked at after the last rmdir: a folder made again meanwhile
-            # (a process starting a group inside this one) counts as left, never as removed.
-            left = sorted((child for folder in self.folders for child in _subgroups(folder)),
-                          key=lambda p: -len(p.parts))
-            if not left or time.monotonic() > deadline:
-                return left
-            self.kill(wait_s=0.5)
-            time.sleep(0.1)
-
-    def counters(self) -> GroupCounters:
-        """What the limits refused so far: OOM kills and refused forks."""
-        backend = self.control.backend
-        oom = forks = 0
-        if backend is Backend.V1:
-            memory, pids, _ = self.folders
-            oom = _field(memory / "memory.oom_control", "oom_kill")
-            forks = _field(pids / "pids.events", "max")
-        elif backend is Backend.V2:
-            folder = self.folders[0]
-            oom = _field(folder / "memory.events", "oom_kill")
-            forks = _field(folder / "pids.events", "max")
-        return GroupCounters(oom, forks)
-
-
-@dataclass(frozen=True)
-class GroupCounters:
-    oom_kills: int
-    refused_forks: int
-
-    def describe(self) -> str:
-        parts = []
-        if self.oom_kills:
-            parts.append(f"the memory limit killed {self.oom_kills} of its processes")
-        if self.refused_forks:
-            parts.append(f"the process limit refused {self.refused_forks} new processes")
-        return "; ".join(parts)
-
-
-def _subgroups(folder: Path) -> Iterator[Path]:
-    """``folder`` and every group below it, parents first; nothing where it is gone (a
-    group removed meanwhile is skipped, not an error)."""
-    try:
-        children = [child for child in folder.iterdir() if child.is_dir()]
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    yield folder
-    for child in children:
-        yield from _subgroups(child)
-
-
-def _field(path: Path, name: str) -> int:
-    with contextlib.suppress(OSError, ValueError):
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == name:
-                return int(value)
-    return 0
-
-
-def _write(path: Path, text: str, *, quiet: bool = False) -> None:
+def write_setting(path: Path, text: str, *, quiet: bool = False) -> None:
+    """Write one cgroup setting; ``quiet``: a file the kernel may lack (swap, say) is skipped."""
     try:
         path.write_text(text)
     except OSError:
         if not quiet:
             raise
-
-
-def systemd_argv(limits: SandboxLimits) -> list[str]:
-    """The prefix that starts a command in a transient user scope with these limits."""
-    argv = [*_systemd_scope(), "-p", f"TasksMax={limits.processes}",
-            "-p", f"CPUWeight={limits.cpu_weight}"]
-    if limits.memory_mb:
-        argv += ["-p", f"MemoryMax={limits.memory_mb}M", "-p", "MemorySwapMax=0"]
-    return [*argv, "--"]
-
-
-def launcher_argv(group: Group | None, limits: SandboxLimits, command: list[str]) -> list[str]:
-    """``command`` started inside ``group`` (or a systemd scope), open files capped."""
-    import sys
-
-    launcher = Path(__file__).with_name("limited.py")
-    argv = [sys.executable, "-I", "-S", str(launcher), "--open-files", str(limits.open_files)]
-    if group is not None:
-        for procs in group.join_files():
-            argv += ["--join", procs]
-        if group.control.backend is Backend.SYSTEMD:
-            return [*systemd_argv(limits), *argv, "--", *command]
-    return [*argv, "--", *command]
-
-
-def cpu_times(threads: list[int]) -> dict[int, tuple[int, int]]:
-    """Per thread: (ns spent on a CPU, ns spent ready to run but waiting for one), from
-    ``/proc/<tid>/schedstat``."""
-    times = {}
-    for tid in threads:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            ran, waited = Path(f"/proc/{tid}/schedstat").read_text().split()[:2]
-            times[tid] = (int(ran), int(waited))
-    return times
-
-
-def starved_seconds(before: dict[int, tuple[int, int]], now: dict[int, tuple[int, int]],
-                    elapsed: float, share_cores: float) -> float:
-    """How much wall time a sandbox lost to others since ``before``: the longest any of its
-    threads waited for a core, but only as far as it got less than ``share_cores`` cores
-    of CPU in ``elapsed`` seconds (waiting on its own other threads is not lost time:
-    that is the sandbox's own use of its share)."""
-    waited = max((wait - before.get(tid, (0, 0))[1] for tid, (_, wait) in now.items()),
-                 default=0) / 1e9
-    ran = sum(run - before.get(tid, (0, 0))[0] for tid, (run, _) in now.items()) / 1e9
-    deficit = elapsed - ran / share_cores
-    return max(0.0, min(waited, deficit))

@@ -28,7 +28,7 @@ def main() -> None:
     limited.add_arguments(parser)
     parser.add_argument("--preload", action="append", default=[], help="module to import first")
     args, kernel_args = parser.parse_known_args()
-    limited.apply(args.memory_mb, args.max_file_mb, args.open_files)
+    limited.apply(args)
     limited.drop_root(args.user)
     preload(args.preload)
     sys.argv = [sys.argv[0], *kernel_args]

@@ -1,10 +1,16 @@
 """Run a command under resource limits: ``python -I -S limited.py [options] -- CMD...``.
 
 Standard library only, so it can run with ``-I -S`` (no site-packages, about 10 ms) in front
-of any command; the grading kernel's launcher calls :func:`apply` itself instead.
-In order: join the sandbox's control groups (``--join``: the command and everything it
-starts are then counted there, see cgroups.py), set rlimits (they hold for the process and
-everything it starts), give up root for an unprivileged user (``--user``), then exec.
+of any command; the grading kernel's launcher (kernel.py) parses the same options and calls
+:func:`apply` itself instead. In order: join the sandbox's control groups (``--join``: the
+command and everything it starts are then counted there, see groups.py), set rlimits (they
+hold for the process and everything it starts), give up root for an unprivileged user
+(``--user``), then exec.
+
+The rlimit options are the per-process caps of ``grading.records.Limits``, each named after
+its field (``--memory-mb`` is ``Limits.memory_mb``) with the field's default:
+``Limits.launcher_options()`` emits exactly them (tests/test_grading_limits.py holds the two
+to each other; this file cannot import the record, since it runs without site-packages).
 """
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import resource
 import sys
 
 UNPRIVILEGED = 65534  # "nobody" on every Linux distribution
+# Set whatever the options say; the run's summary line names them with the options' caps.
+FIXED_CAPS = ("no core dumps",)
 
 
 def join(procs_files: list[str]) -> None:
@@ -23,23 +31,33 @@ def join(procs_files: list[str]) -> None:
             handle.write(str(os.getpid()))
 
 
-def apply(memory_mb: int, max_file_mb: int, open_files: int = 0) -> None:
-    """Cap data memory (0: no cap), the size of any file written, open files (0: as it
-    is) and core dumps.
+def add_rlimit_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per per-process cap of ``Limits``, with its name and default."""
+    parser.add_argument("--memory-mb", type=int, default=4096,
+                        help="data memory (RLIMIT_DATA), MiB; 0 = no cap")
+    parser.add_argument("--max-open-files", type=int, default=1024,
+                        help="open files (RLIMIT_NOFILE)")
+    parser.add_argument("--max-file-mb", type=int, default=64,
+                        help="largest file it may write (RLIMIT_FSIZE), MiB")
+
+
+def apply(options: argparse.Namespace) -> None:
+    """Set the rlimits that :func:`add_rlimit_arguments`' options ask for, and no core dumps.
 
     The memory cap is RLIMIT_DATA: the private writable memory that allocations take (heap,
     anonymous mappings, tensors), not the address space. PyPI's CUDA build of torch maps
     about 3 GiB of CUDA libraries when imported, even without a driver, so an address-space
     cap of a few GiB killed or stalled every kernel that imported it.
     """
-    if memory_mb > 0:
-        limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    file_limit = max_file_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if open_files > 0:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+    if options.memory_mb > 0:
+        _cap(resource.RLIMIT_DATA, options.memory_mb * 2**20)
+    _cap(resource.RLIMIT_FSIZE, options.max_file_mb * 2**20)
+    _cap(resource.RLIMIT_NOFILE, options.max_open_files)
+    _cap(resource.RLIMIT_CORE, 0)  # FIXED_CAPS
+
+
+def _cap(kind: int, limit: int) -> None:
+    resource.setrlimit(kind, (limit, limit))
 
 
 def drop_root(uid: int) -> None:
@@ -52,9 +70,7 @@ def drop_root(uid: int) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--memory-mb", type=int, default=0, help="data-memory cap; 0 = none")
-    parser.add_argument("--max-file-mb", type=int, default=64, help="largest file it may write")
-    parser.add_argument("--open-files", type=int, default=0, help="open files; 0 = as it is")
+    add_rlimit_arguments(parser)
     parser.add_argument("--user", type=int, default=-1,
                         help="as root: run as this uid (and gid); -1 = stay")
 
@@ -70,7 +86,7 @@ def main() -> None:
     if not command:
         parser.error("no command given after --")
     join(args.join)
-    apply(args.memory_mb, args.max_file_mb, args.open_files)
+    apply(args)
     drop_root(args.user)
     os.execvp(command[0], command)
 

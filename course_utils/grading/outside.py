@@ -3,10 +3,11 @@
 Lesson 07's check launches the learner's DDP script with torchrun. Launched from the learner's
 kernel, everything about the run would be the kernel's word; so when grading, the worker runs
 it here instead: a fresh scratch folder under the run's scratch root (which no kernel sees),
-and :func:`sandbox.run` with the limits a grading kernel has (memory, processes, open files,
-file size; its own cgroup, inside the worker's, so that it shares the worker's CPU and goes
-with the run's group; as nobody when grading as root), bounded by the submission's
-remaining time. The check reads back what it needs from the folder, which is deleted after.
+and :func:`sandbox.run` with the run's ``Limits``, those of a grading kernel (memory,
+processes, open files, file size, output kept; its own cgroup, inside the worker's, so that
+it shares the worker's CPU and goes with the run's group; as nobody when grading as root),
+bounded by the submission's remaining time. The check reads back what it needs from the
+folder, which is deleted after.
 """
 from __future__ import annotations
 
@@ -46,13 +47,11 @@ class OutsideSandbox:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise CellTimeout("the whole-submission time limit was reached")
-        limits, recipe = self.recipe.limits, self.recipe
+        recipe = self.recipe
         env = dict(sandbox.default_env(Path(scratch)),
                    **{key: recipe.env[key] for key in KEPT if key in recipe.env})
         return sandbox.run(command, scratch=scratch, timeout=min(timeout, left),
-                           memory_mb=limits.memory_mb, max_file_mb=limits.max_file_mb,
-                           processes=limits.max_processes,
-                           open_files=limits.max_open_files or 1024, env=env,
+                           limits=recipe.limits, env=env,
                            hidden=recipe.hidden, use_limits=recipe.control.enforced,
                            confined=recipe.bwrap is not None,
                            inside=recipe.worker_group if recipe.control.enforced else "")

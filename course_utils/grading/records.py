@@ -6,8 +6,10 @@ table and the feedback pages are all written from them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from ..lab.args import is_real
 
@@ -42,39 +44,132 @@ def worst(statuses: list[Status]) -> Status:
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Bounds on one submission's run. Each field names the `course grade` flag that sets it."""
+class Cap:
+    """How a run's summary names one cap: ``text`` with the value at ``{}``; ``uncapped``
+    where the value is 0 and 0 means no cap."""
 
-    cell_timeout: float = field(default=60.0, metadata={"flag": "--cell-timeout", "unit": "s"})
-    submission_timeout: float = field(default=240.0, metadata={"flag": "--timeout", "unit": "s"})
-    memory_mb: int = field(default=4096, metadata={"flag": "--memory-mb", "unit": "MiB",
-                                                   "zero_ok": True})  # 0: no cap
-    output_bytes: int = field(default=1_000_000, metadata={"flag": "--max-output", "unit": "bytes"})
+    text: str
+    uncapped: str = ""
+
+    def describe(self, value: float) -> str:
+        return self.uncapped if value == 0 and self.uncapped else self.text.format(_number(value))
+
+
+def _number(value: float) -> str:
+    """As the command line takes it: 1000000 (not 1e+06), 60 (not 60.0), 2.5."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class LimitSpec:
+    """Everything said of one limit besides its value, declared once beside its field:
+    `course grade` builds its option and help from it, the launcher's options come from
+    ``per_process``, the sandbox's control group enforces ``per_sandbox``, and the run's
+    summary line names both."""
+
+    help: str                       # what it bounds, for `course grade --help`
+    unit: str                       # shown in --help and in the error for a bad value
+    flag: str | None = None         # its `course grade` option; None: internal, set in code
+    zero_ok: bool = False           # 0 means "no cap"
+    per_process: Cap | None = None  # an rlimit the launcher sets (limited.py --<field-name>)
+    per_sandbox: Cap | None = None  # a cap of the sandbox's control group (groups.py)
+
+    def option_help(self, default: float) -> str:
+        """The --help text: what it bounds, its unit and its default."""
+        return (f"{self.help}; default: {_number(default)} {self.unit}"
+                + (" (0: no cap)" if self.zero_ok else ""))
+
+    @property
+    def metavar(self) -> str:
+        """The option's value in --help: its unit (``--timeout SECONDS``)."""
+        return "SECONDS" if self.unit == "s" else self.unit.split()[0].upper()
+
+
+def _limit(default: float, **spec) -> Any:
+    """A field of :class:`Limits` and its :class:`LimitSpec`."""
+    return field(default=default, metadata={"limit": LimitSpec(**spec)})
+
+
+def spec_of(limit: dataclasses.Field) -> LimitSpec:
+    return limit.metadata["limit"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one submission's run, each declared once with its :class:`LimitSpec`.
+
+    A new limit is a field here (its option, help, unit and default come with it) plus the
+    one module that enforces it: limited.py for a per-process rlimit (an option named after
+    the field), groups.py for a cap of the sandbox's control group.
+    """
+
+    cell_timeout: float = _limit(60.0, flag="--cell-timeout", unit="s",
+                                 help="time limit of one cell")
+    submission_timeout: float = _limit(240.0, flag="--timeout", unit="s",
+                                       help="time limit of a whole submission")
+    memory_mb: int = _limit(
+        4096, flag="--memory-mb", unit="MiB", zero_ok=True,
+        help="memory of a submission's sandbox, all its processes together, shared memory "
+             "and tmpfs included; also each process's data memory (RLIMIT_DATA)",
+        per_sandbox=Cap("{} MiB of memory (shared memory and tmpfs included)",
+                        "no memory cap"),
+        per_process=Cap("{} MiB of data memory (RLIMIT_DATA: not the address space)",
+                        "no data-memory cap"))
+    max_processes: int = _limit(512, flag="--max-processes", unit="processes and threads",
+                                help="processes and threads of a submission's sandbox at once",
+                                per_sandbox=Cap("{} processes and threads"))
+    max_open_files: int = _limit(1024, flag="--max-open-files", unit="files per process",
+                                 help="open files of each process",
+                                 per_process=Cap("{} open files (RLIMIT_NOFILE)"))
+    output_bytes: int = _limit(1_000_000, flag="--max-output", unit="bytes",
+                               help="output of one cell (past it the kernel is killed)")
     # All the outputs of one notebook: what its autograded copy and the worker hold of them.
-    total_output_bytes: int = field(default=10_000_000, metadata={"flag": "--max-total-output",
-                                                                  "unit": "bytes"})
-    max_notebook_mb: float = field(default=50.0, metadata={"flag": "--max-notebook-mb",
-                                                           "unit": "MiB"})
-    startup_timeout: float = field(default=60.0, metadata={"flag": "startup_timeout", "unit": "s"})
-    max_file_mb: int = field(default=64, metadata={"flag": "max_file_mb", "unit": "MiB"})
-    # Whole-sandbox limits (cgroups, see cgroups.py); memory_mb above caps the whole sandbox too.
-    max_processes: int = field(default=512, metadata={"flag": "--max-processes",
-                                                      "unit": "processes and threads"})
-    max_open_files: int = field(default=1024, metadata={"flag": "--max-open-files",
-                                                        "unit": "files per process"})
+    total_output_bytes: int = _limit(10_000_000, flag="--max-total-output", unit="bytes",
+                                     help="output of a whole notebook (its autograded copy)")
+    max_notebook_mb: float = _limit(50.0, flag="--max-notebook-mb", unit="MiB",
+                                    help="larger submitted files are not read (status invalid)")
+    # Internal: no option on the command line.
+    startup_timeout: float = _limit(60.0, unit="s", help="time a kernel has to start")
+    max_file_mb: int = _limit(64, unit="MiB", help="largest file a sandboxed process may write",
+                              per_process=Cap("files of at most {} MiB (RLIMIT_FSIZE)"))
 
     def __post_init__(self) -> None:
-        for spec in dataclasses.fields(self):
-            value = getattr(self, spec.name)
-            allowed_zero = spec.metadata.get("zero_ok", False)
-            if not is_real(value) or value < 0 or (value == 0 and not allowed_zero):
-                rule = "a number ≥ 0 (0: no cap)" if allowed_zero else "a number > 0"
-                raise ValueError(f"{spec.metadata['flag']} must be {rule} "
-                                 f"({spec.metadata['unit']}), got {value!r}.")
+        for limit in dataclasses.fields(self):
+            value, spec = getattr(self, limit.name), spec_of(limit)
+            if not is_real(value) or value < 0 or (value == 0 and not spec.zero_ok):
+                rule = "a number ≥ 0 (0: no cap)" if spec.zero_ok else "a number > 0"
+                raise ValueError(f"{spec.flag or limit.name} must be {rule} "
+                                 f"({spec.unit}), got {value!r}.")
 
     @property
     def max_notebook_bytes(self) -> int:
         return int(self.max_notebook_mb * 2**20)
+
+    def launcher_options(self) -> list[str]:
+        """The launcher's rlimit options (limited.py), one per per-process cap, named after
+        its field: what the kernel's command and every sandboxed command pass."""
+        options: list[str] = []
+        for limit in dataclasses.fields(self):
+            if spec_of(limit).per_process is not None:
+                options += ["--" + limit.name.replace("_", "-"), str(getattr(self, limit.name))]
+        return options
+
+    def per_process_caps(self) -> list[str]:
+        """What the launcher caps in each process, in words (the run's summary line)."""
+        return self._caps(lambda spec: spec.per_process)
+
+    def per_sandbox_caps(self) -> list[str]:
+        """What the sandbox's control group caps, in words (the run's summary line)."""
+        return self._caps(lambda spec: spec.per_sandbox)
+
+    def _caps(self, cap_of: Callable[[LimitSpec], Cap | None]) -> list[str]:
+        return [cap.describe(getattr(self, limit.name)) for limit in dataclasses.fields(self)
+                if (cap := cap_of(spec_of(limit))) is not None]
+
+
+def command_line_limits() -> list[dataclasses.Field]:
+    """The fields of :class:`Limits` that `course grade` has an option for, in order."""
+    return [limit for limit in dataclasses.fields(Limits) if spec_of(limit).flag]
 
 
 @dataclass(frozen=True)

@@ -12,21 +12,30 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..paths import check_lessons
 from . import cgroups, feedback, gradebook, sandbox, submitted
+from .groups import Group
 from .intake import Submission, absent, discover, student_folders
 from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
 from .report import Row, write_csv, write_json
+from .request import (
+    GradeRequest,
+    IsolationChosen,
+    LimitsChosen,
+    OnEvent,
+    SubmissionRecorded,
+    describe_limits,
+    ignore,
+)
 from .roster import RosterStudent
 from .sandbox import Isolation
 from .session import KernelRecipe
-from .shard import WHOLE, Shard
+from .shard import Shard
 from .structure import Lesson, load_lesson
 from .worker import WorkerConfig, unread
 
@@ -73,18 +82,6 @@ def resources_in_force(use_limits: bool) -> cgroups.ResourceControl:
     return cgroups.require()
 
 
-def describe_limits(resources: cgroups.ResourceControl, limits: Limits, jobs: int) -> str:
-    """One line: which limits hold for each submission (printed at the top of a run)."""
-    user = "as uid 65534 (nobody)" if os.geteuid() == 0 else "as you"
-    if not resources.enforced:
-        return (f"{resources.description}. Per process only: {limits.memory_mb} MiB of address "
-                f"space, {limits.max_open_files} open files; student code runs {user}")
-    memory = f"{limits.memory_mb} MiB of memory" if limits.memory_mb else "no memory cap"
-    return (f"{resources.backend}: each sandbox {memory} (shared memory and tmpfs included), "
-            f"{limits.max_processes} processes, {limits.max_open_files} open files per process, "
-            f"an equal CPU share among {jobs} worker(s); student code runs {user}")
-
-
 @dataclass(frozen=True)
 class ClassToGrade:
     """Stage 1's result: the lessons chosen and this run's part of the class, nothing opened."""
@@ -100,49 +97,45 @@ class ClassToGrade:
         return [submission for submission in self.found if submission.gradable]
 
 
-def grade(root: Path, submissions: Path, out: Path, *, lessons: list[str] | None = None,
-          db_url: str | None = None, jobs: int = 1, limits: Limits | None = None,
-          seed: int | None = None, use_sandbox: bool = True, use_limits: bool = True,
-          shard: Shard = WHOLE,
-          roster: list[RosterStudent] | None = None,
-          on_isolation: Callable[[Isolation], None] = lambda isolation: None,
-          on_limits: Callable[[str, cgroups.ResourceControl], None] = lambda line, rc: None,
-          progress: Callable[[str], None] = lambda line: None) -> GradingOutcome:
-    """Grade every submission under SUBMISSIONS/<student>/<lesson>/.
+def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcome:
+    """Grade every submission under ``request.submissions``/<student>/<lesson>/.
 
     Writes the gradebook, ``grades.csv`` and ``grades.json``,
     ``feedback/<student>/<lesson>.html``, and for nbgrader's formgrader
     ``submitted/<student>/<lesson>/`` (with ``timestamp.txt``) and
-    ``autograded/<student>/<lesson>/`` under ``out``. ``roster`` (nbgrader's student CSV,
-    read) names the students in the gradebook and adds a ``missing`` row for each lesson a
-    student on it did not submit. Hand grades given in formgrader are kept, and counted.
-    Refuses to grade without the sandbox unless ``use_sandbox`` is False, and without
-    whole-submission limits (cgroups.py) unless ``use_limits`` is False. ``on_isolation`` and
-    ``on_limits`` hear which isolation and limits are in force before any work starts;
-    ``progress`` gets one line per submission graded. Ctrl-C stops the run: what was graded is
-    kept and written, and the outcome says how many were not graded. ``shard`` grades only its
-    part of the class (its students, roster included; shard.py).
+    ``autograded/<student>/<lesson>/`` under ``request.out``. The roster names the students
+    in the gradebook and adds a ``missing`` row for each lesson a student on it did not
+    submit. Hand grades given in formgrader are kept, and counted. Refuses to grade without
+    the sandbox unless ``request.use_sandbox`` is False, and without whole-submission limits
+    (cgroups.py) unless ``request.use_limits`` is False. ``on_event`` hears which isolation and
+    limits are in force before any work starts (IsolationChosen, LimitsChosen), then each
+    result as it is recorded (SubmissionRecorded). Ctrl-C stops the run: what was graded is
+    kept and written, and the outcome says how many were not graded. ``request.shard``
+    grades only its part of the class (its students, roster included; shard.py).
 
     The stages, in order: check the request; say what defends the machine; read the class;
     grade it on the workers (the gradebook is set up meanwhile); write the tables.
     """
-    chosen_names = _check_request(root, submissions, lessons, jobs)
-    db_url = gradebook.database_url(db_url or f"sqlite:///{(out / 'gradebook.db').resolve()}")
-    in_force, resources = isolation_in_force(use_sandbox), resources_in_force(use_limits)
-    on_isolation(in_force)
-    limits = _limits_in_force(limits or Limits(), resources)
-    on_limits(describe_limits(resources, limits, jobs), resources)
+    root, submissions, out, jobs = request.root, request.submissions, request.out, request.jobs
+    chosen_names = _check_request(root, submissions, list(request.lessons) or None, jobs)
+    db_url = gradebook.database_url(request.db_url
+                                    or f"sqlite:///{(out / 'gradebook.db').resolve()}")
+    in_force = isolation_in_force(request.use_sandbox)
+    resources = resources_in_force(request.use_limits)
+    on_event(IsolationChosen(in_force))
+    limits = _limits_in_force(request.limits, resources)
+    on_event(LimitsChosen(describe_limits(resources, limits, jobs), resources))
     # The workers start now, and load while this process reads lessons and submissions.
     with WorkerPool(jobs) as pool:
         out.mkdir(parents=True, exist_ok=True)
-        klass = read_class(root, submissions, chosen_names, shard, roster or [],
-                           limits.max_notebook_bytes)
-        run_seed = secrets.randbelow(2**31) if seed is None else seed
+        klass = read_class(root, submissions, chosen_names, request.shard,
+                           list(request.roster), limits.max_notebook_bytes)
+        run_seed = secrets.randbelow(2**31) if request.seed is None else request.seed
         scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
-        run_group = cgroups.Group(resources, scratch_root.name)
+        run_group = Group(resources, scratch_root.name)
         if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
             run_group.create(None, cpu_tasks=4 * jobs)
-        recorder = _Recorder(db_url, out, len(klass.found), progress)
+        recorder = _Recorder(db_url, out, len(klass.found), on_event)
         try:
             recipe = dataclasses.replace(
                 _kernel_recipe(root, out, submissions, scratch_root, db_url,
@@ -249,10 +242,10 @@ def write_tables(out: Path, klass: ClassToGrade, results: list[SubmissionResult]
 
 
 class _Recorder:
-    """Keeps each result as it arrives: gradebook row, feedback page, progress line."""
+    """Keeps each result as it arrives: gradebook row, feedback page, then the caller hears."""
 
-    def __init__(self, db_url: str, out: Path, total: int, progress: Callable[[str], None]):
-        self.db_url, self.out, self.total, self.progress = db_url, out, total, progress
+    def __init__(self, db_url: str, out: Path, total: int, on_event: OnEvent):
+        self.db_url, self.out, self.total, self.on_event = db_url, out, total, on_event
         self.results: list[SubmissionResult] = []
         self.timestamps: dict[tuple[str, str], datetime] = {}
         self._writer: gradebook.GradebookWriter | None = None
@@ -270,8 +263,7 @@ class _Recorder:
                                                                   result.lesson)))
         feedback.write(self.out / "feedback", result)
         self.results.append(result)
-        self.progress(f"[{len(self.results)}/{self.total}] {result.student} {result.lesson}: "
-                      f"{result.score:g}/{result.max_score:g} {result.status.value}")
+        self.on_event(SubmissionRecorded(result, len(self.results), self.total))
 
     def close(self) -> None:
         if self._writer is not None:

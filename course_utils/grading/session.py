@@ -23,13 +23,15 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 from . import cgroups
+from .confinement import Confinement, bwrap_argv
+from .fairtime import cpu_times, starved_seconds
+from .groups import Group, launch_argv
 from .limited import UNPRIVILEGED
 from .records import Limits
-from .sandbox import Confinement, bwrap_argv
 
 KERNEL_NAME = "course-grader"
 # A cell's (and the submission's) time limit is extended by the wall time the sandbox lost
-# waiting for a CPU while it got less than its share (cgroups.starved_seconds), up to this
+# waiting for a CPU while it got less than its share (fairtime.starved_seconds), up to this
 # many cell limits per notebook: a neighbour's load, or the machine's, is not the student's.
 MAX_WAIT_SHARE = 2.0
 
@@ -73,11 +75,6 @@ class KernelRecipe:
     cpu_share: float = 1.0          # cores each worker's sandboxes are guaranteed together
 
     @property
-    def sandbox_limits(self) -> cgroups.SandboxLimits:
-        return cgroups.SandboxLimits(self.limits.memory_mb, self.limits.max_processes,
-                                     self.limits.max_open_files)
-
-    @property
     def user(self) -> int:
         """The uid student code runs as: unprivileged when the grader is root and sandboxed."""
         return UNPRIVILEGED if self.bwrap and os.geteuid() == 0 else -1
@@ -91,10 +88,9 @@ class KernelRecipe:
 
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
+    # kernel.py parses the launcher's options (limited.py) and applies them itself.
     argv = [sys.executable, "-m", "course_utils.grading.kernel",
-            "--memory-mb", str(recipe.limits.memory_mb),
-            "--max-file-mb", str(recipe.limits.max_file_mb),
-            "--open-files", str(recipe.limits.max_open_files), "--user", str(recipe.user)]
+            *recipe.limits.launcher_options(), "--user", str(recipe.user)]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
     # No history database: the grader's cells are not history, and it would be a file per
@@ -128,15 +124,14 @@ class KernelSession:
         # the spares a worker starts share that worker's CPU instead of taking more. Both are
         # made only inside the run's group (FileNotFoundError once the run has removed it):
         # a kernel started late must not make the run's group again, outliving the run.
-        self.group: cgroups.Group | None = None
+        self.group: Group | None = None
         if recipe.control.enforced:
-            slot = cgroups.Group(recipe.control, recipe.worker_group)
+            slot = Group(recipe.control, recipe.worker_group)
             if not slot.folders or not slot.folders[0].exists():
                 slot.create(None, parents=False)
-            self.group = cgroups.Group(recipe.control, f"{slot.name}/{self.folder.name}")
-            self.group.create(recipe.sandbox_limits, parents=False)
-        if recipe.control.enforced or recipe.limits.max_open_files:
-            command = cgroups.launcher_argv(self.group, recipe.sandbox_limits, command)
+            self.group = Group(recipe.control, f"{slot.name}/{self.folder.name}")
+            self.group.create(recipe.limits, parents=False)
+        command = launch_argv(self.group, recipe.limits, command)
         self.user = recipe.user
         # "message": the kernel interrupts itself, since from outside its session it cannot
         # be reached by a process-group signal.
@@ -262,7 +257,7 @@ class KernelSession:
         timeout = self._budget(self.limits.cell_timeout)
         self._cell_limit = timeout
         if self.group is not None:  # time lost to other sandboxes counts from here
-            self._cpu_before = cgroups.cpu_times(self.group.threads())
+            self._cpu_before = cpu_times(self.group.threads())
             self._cell_started = time.monotonic()
         outputs: list = []
         size = 0
@@ -327,14 +322,14 @@ class KernelSession:
 
     def _starvation(self) -> float:
         """Seconds to add to a limit that has run out: the wall time the sandbox lost to
-        others since the cell started (cgroups.starved_seconds), less what was added
+        others since the cell started (fairtime.starved_seconds), less what was added
         already, at most MAX_WAIT_SHARE of the cell limit per notebook in all. A neighbour's
         load is not the student's time."""
         if self.group is None:
             return 0.0
         now = time.monotonic()
-        lost = cgroups.starved_seconds(self._cpu_before, cgroups.cpu_times(self.group.threads()),
-                                       now - self._cell_started, self._cpu_share)
+        lost = starved_seconds(self._cpu_before, cpu_times(self.group.threads()),
+                               now - self._cell_started, self._cpu_share)
         lost_in_cell = lost - self._added_in_cell()
         allowed = MAX_WAIT_SHARE * self.limits.cell_timeout - self.waited
         added = min(lost_in_cell, max(0.0, allowed))

@@ -51,34 +51,61 @@ def _announce_limits(line: str, resources) -> None:
               "this machine and slow every neighbour.", file=sys.stderr, flush=True)
 
 
+def _hear(event, as_text: bool) -> None:
+    """What `course grade` prints of a run as it goes: the isolation and the limits first
+    (in table form only: JSON output stays JSON), then a line per submission on stderr."""
+    from ..grading.request import IsolationChosen, LimitsChosen, SubmissionRecorded
+
+    match event:
+        case IsolationChosen(isolation) if as_text:
+            _announce(isolation)
+        case LimitsChosen(summary, resources) if as_text:
+            _announce_limits(summary, resources)
+        case SubmissionRecorded():
+            print(event.line, file=sys.stderr, flush=True)
+
+
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """One option per limit of grading.records.Limits that has a flag: its type, default,
+    unit and help come from the record, where each limit is declared once."""
+    from ..grading.records import command_line_limits, spec_of
+
+    options = parser.add_argument_group(
+        "limits per submission",
+        "what each submission's kernel, and all it starts, may use (docs/grading.md)")
+    for limit in command_line_limits():
+        spec = spec_of(limit)
+        options.add_argument(spec.flag, dest=limit.name, type=type(limit.default),
+                             default=limit.default, metavar=spec.metavar,
+                             help=spec.option_help(limit.default))
+
+
+def _limits_from(args: argparse.Namespace):
+    from ..grading.records import Limits, command_line_limits
+
+    return Limits(**{limit.name: getattr(args, limit.name) for limit in command_line_limits()})
+
+
 def _grade(args) -> int:
     from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
-    from ..grading.records import Limits
     from ..grading.report import as_json, format_table
+    from ..grading.request import GradeRequest
     from ..grading.roster import read_roster
     from ..grading.runner import grade
+    from ..grading.shard import WHOLE, Shard
     from ..paths import course_root
 
-    limits = Limits(cell_timeout=args.cell_timeout, submission_timeout=args.timeout,
-                    memory_mb=args.memory_mb, output_bytes=args.max_output,
-                    total_output_bytes=args.max_total_output,
-                    max_notebook_mb=args.max_notebook_mb, max_processes=args.max_processes,
-                    max_open_files=args.max_open_files)
-    from ..grading.shard import WHOLE, Shard
-
-    roster = read_roster(Path(args.roster)) if args.roster else None
-    shard = Shard.parse(args.shard) if args.shard else WHOLE
     out = Path(args.out)
     as_text = args.format == "table"
-    outcome = grade(course_root(), Path(args.submissions), out, lessons=args.lesson,
-                    db_url=args.db, jobs=args.jobs, limits=limits, seed=args.seed,
-                    use_sandbox=not args.unsafe_no_sandbox,
-                    use_limits=not args.unsafe_no_limits, roster=roster, shard=shard,
-                    on_isolation=_announce if as_text else lambda isolation: None,
-                    on_limits=_announce_limits if as_text else lambda line, resources: None,
-                    progress=lambda line: print(line, file=sys.stderr, flush=True))
+    request = GradeRequest(
+        course_root(), Path(args.submissions), out, lessons=tuple(args.lesson or ()),
+        db_url=args.db, jobs=args.jobs, limits=_limits_from(args), seed=args.seed,
+        use_sandbox=not args.unsafe_no_sandbox, use_limits=not args.unsafe_no_limits,
+        shard=Shard.parse(args.shard) if args.shard else WHOLE,
+        roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
+    outcome = grade(request, on_event=lambda event: _hear(event, as_text))
     if not as_text:
         print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
                       not_graded=outcome.not_graded))
@@ -167,20 +194,6 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
     grade.add_argument("--out", default="grading-output", help="where grades.csv and feedback go")
     grade.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
-    grade.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
-    grade.add_argument("--timeout", type=float, default=240.0,
-                       help="seconds per submission")
-    grade.add_argument("--memory-mb", type=int, default=4096,
-                       help="memory of a submission's sandbox, all its processes together")
-    grade.add_argument("--max-processes", type=int, default=512,
-                       help="processes and threads of a submission's sandbox at once")
-    grade.add_argument("--max-open-files", type=int, default=1024,
-                       help="open files per process")
-    grade.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output per cell")
-    grade.add_argument("--max-total-output", type=int, default=10_000_000,
-                       help="bytes of output of a whole notebook (its autograded copy)")
-    grade.add_argument("--max-notebook-mb", type=float, default=50.0,
-                       help="larger submitted files are not read (status invalid)")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
     grade.add_argument("--shard", metavar="I/N",
                        help="grade only part I of N (0-based) of the class, split by student: "
@@ -198,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--unsafe-no-limits", action="store_true",
                        help="grade without control-group limits (one submission can then "
                             "exhaust this machine: see docs/grading.md)")
+    _add_limit_options(grade)
     grade.set_defaults(run=_grade)
 
     prepare = commands.add_parser(
