@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -214,6 +215,24 @@ def get_device(prefer: str | torch.device | None = None) -> torch.device:
     device = explain_device(prefer).device
     make_current(device)
     return device
+
+
+def resolve(device: str | torch.device | None, function: str, *,
+            default: torch.device | Callable[[], torch.device] = get_device) -> torch.device:
+    """The device a helper's ``device`` argument asks for: the one public way to read it.
+
+    ``None`` gives ``default``: a device, or a function called each time (by default
+    :func:`get_device`; the data helpers pass the CPU, and each helper's docstring says which).
+    Anything else is checked by :func:`checked_device`, so a refusal names ``function``, its
+    ``device`` argument, the value given and the devices available here.
+    """
+    if device is None:
+        return default() if callable(default) else default
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{function}: device must be a device name such as 'cuda' or 'cpu', a "
+                        f"torch.device or None, got {device!r}. Available here: "
+                        f"{', '.join(available_devices())}.")
+    return checked_device(device, f"{function}(device=...)")
 
 
 def synchronize(device: str | torch.device | None = None) -> None:
