@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import get_device, overhead, synchronize, timing
+from course_utils import get_device, overhead, report, synchronize, timing
 
 
 def make_model(device: torch.device) -> nn.Sequential:
@@ -98,7 +98,7 @@ def main() -> None:
                         help="seconds of timing per variant (default 1)")
     args = parser.parse_args()
     device = get_device()
-    print("machine:", timing.describe_machine(device))
+    print("machine:", report.describe_machine(device))
     variants, compile_seconds = step_variants(device)
     if compile_seconds is not None:
         print(f"torch.compile, first call (compiling forward and backward): "

@@ -54,6 +54,8 @@ class Backend:
     display_name: Callable[[torch.device], str]  # for a printed figure: 'NVIDIA H100 80GB HBM3'
     memory: Callable[[torch.device], MemoryReading | None]  # None: no counters to read
     total_memory: Callable[[torch.device], int | None]  # bytes the device offers; None: unknown
+    capability: Callable[[torch.device], tuple[int, int] | None]  # CUDA's (major, minor)
+    multiprocessors: Callable[[torch.device], int | None]  # CUDA's SMs; None: not reported
     reset_peak: Callable[[torch.device], None]  # peak_allocated starts afresh (no-op: no peak)
     empty_cache: Callable[[torch.device], None]  # hand cached, unused blocks back to the driver
     native_bf16: Callable[[torch.device], bool]  # bfloat16 at full speed, no loss scaling needed
@@ -147,7 +149,9 @@ def _triton(device: torch.device) -> CompilerStatus:
 
 GENERIC = Backend(
     device_type="*", accelerator=True, computes=True, display_name=_generic_name,
-    memory=_generic_memory, total_memory=_generic_total_memory, reset_peak=_generic_reset_peak,
+    memory=_generic_memory, total_memory=_generic_total_memory,
+    capability=lambda device: None, multiprocessors=lambda device: None,
+    reset_peak=_generic_reset_peak,
     empty_cache=_generic_empty_cache, native_bf16=_generic_bf16,
     bf16_because="this device reports native bfloat16 support", compiler=_triton)
 
@@ -162,21 +166,32 @@ def _cuda_total_memory(device: torch.device) -> int:
     return int(torch.cuda.get_device_properties(device).total_memory)
 
 
+def _cuda_capability(device: torch.device) -> tuple[int, int]:
+    return tuple(torch.cuda.get_device_capability(device))
+
+
+def _cuda_multiprocessors(device: torch.device) -> int:
+    return int(torch.cuda.get_device_properties(device).multi_processor_count)
+
+
 def _cuda_bf16(device: torch.device) -> bool:
     # torch.cuda.is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where bfloat16
     # is emulated and slow. Its including_emulation=False rule (ROCm GPUs: yes; NVIDIA: compute
     # capability 8.0+), asked of `device` rather than of the current GPU.
-    return bool(torch.version.hip) or torch.cuda.get_device_capability(device) >= (8, 0)
+    return bool(torch.version.hip) or _cuda_capability(device) >= (8, 0)
 
 
 CUDA = replace(GENERIC, device_type="cuda", display_name=_cuda_name,
-               total_memory=_cuda_total_memory, native_bf16=_cuda_bf16,
+               total_memory=_cuda_total_memory, capability=_cuda_capability,
+               multiprocessors=_cuda_multiprocessors, native_bf16=_cuda_bf16,
                bf16_because="this GPU has bfloat16 units")
 
 
 # ------------------------------------------------------------------ Apple's MPS
 
 def _mps_memory(device: torch.device) -> MemoryReading | None:
+    if _accelerator_index(device) is None:  # no usable MPS here
+        return None
     reading = _generic_memory(device)
     if reading is not None:
         return reading
@@ -240,7 +255,7 @@ def _cpp_compiler(device: torch.device) -> CompilerStatus:
 CPU = Backend(
     device_type="cpu", accelerator=False, computes=True,
     display_name=lambda device: "the CPU", memory=_nothing, total_memory=_nothing,
-    reset_peak=_nothing, empty_cache=_nothing,
+    capability=_nothing, multiprocessors=_nothing, reset_peak=_nothing, empty_cache=_nothing,
     # Autocast's CPU dtype: no loss scaling needed (its range is float32's).
     native_bf16=lambda device: True, bf16_because="the CPU autocasts to bfloat16",
     compiler=_cpp_compiler)
