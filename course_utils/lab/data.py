@@ -53,7 +53,8 @@ def _seed(value, function: str) -> int:
 # ------------------------------------------------------------------ toy data
 
 def toy_tensors(device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The appendix's toy data: ``(X_train, y_train, X_test, y_test)``.
+    """The appendix's toy data: ``(X_train, y_train, X_test, y_test)``, on ``device``
+    (default: the CPU).
 
     Shapes (5, 2), (5,), (2, 2) and (2,); features are float32, labels int64 (what
     ``F.cross_entropy`` expects). Each call returns new tensors, so changing them in
@@ -112,7 +113,8 @@ def toy_loaders(batch_size: int = 2) -> tuple[DataLoader, DataLoader]:
 
 def digits_tensors(test_fraction: float = 0.25, seed: int = 0, device=None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """scikit-learn's 8x8 digits as ``(X_train, y_train, X_test, y_test)``.
+    """scikit-learn's 8x8 digits as ``(X_train, y_train, X_test, y_test)``, on ``device``
+    (default: the CPU).
 
     1,797 images flattened to 64 float32 features scaled to [0, 1] (the raw pixels
     are 0..16), labels 0..9 as int64. The split is stratified (every digit in the
@@ -161,7 +163,8 @@ def digits_loaders(batch_size: int = 64, test_fraction: float = 0.25, seed: int 
 # ------------------------------------------------------------------ random data
 
 def regression_data(n: int = 100, seed: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random regression data: ``X`` of shape (n, 10) and ``y`` of shape (n, 1), float32.
+    """Random regression data: ``X`` of shape (n, 10) and ``y`` of shape (n, 1), float32, on
+    ``device`` (default: the CPU).
 
     ``X`` is standard normal and ``y = X @ w + b + noise`` for a fixed random ``w``
     and ``b`` drawn from ``seed`` (noise std 0.1), so a linear model can fit it.
@@ -178,7 +181,8 @@ def regression_data(n: int = 100, seed: int = 0, device=None) -> tuple[torch.Ten
 
 
 def image_data(n: int = 32, seed: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random "images": ``X`` of shape (n, 3, 14, 14) float32 and labels ``y`` (n,) in 0..9.
+    """Random "images": ``X`` of shape (n, 3, 14, 14) float32 and labels ``y`` (n,) in 0..9, on
+    ``device`` (default: the CPU).
 
     Pixels and labels are independent noise: a model can memorise them but cannot
     learn anything that carries over to new images. Good for checking shapes,

@@ -114,7 +114,8 @@ class Timing:
 
 
 def synchronized_clock(device=None) -> Callable[[], float]:
-    """A clock for ``Timer(timer=...)``: waits for ``device``'s queued work, then reads the time.
+    """A clock for ``Timer(timer=...)``: waits for ``device``'s queued work (default
+    :func:`get_device`), then reads the time.
 
     torch.utils.benchmark's default clock synchronises only the current accelerator (older
     PyTorch: only CUDA); this one synchronises the device that the timed work runs on.
@@ -223,7 +224,8 @@ class MatmulPoint:
 
 def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torch.float32,
                  threads: int | None = None, min_run_time: float = 0.05) -> list[MatmulPoint]:
-    """Time ``a @ b`` for square matrices of each size on ``device``; one record per size.
+    """Time ``a @ b`` for square matrices of each size on ``device`` (default
+    :func:`get_device`); one record per size.
 
     Each size is timed like :func:`benchmark` (warm-up, synchronised clock, median of at
     least ``min_run_time`` seconds of runs). The matrices are drawn from a seeded generator.
@@ -278,7 +280,8 @@ _FP32_PEAKS = (
 
 
 def peak_flop_per_s(device=None, dtype: torch.dtype = torch.float32) -> PeakFigure | None:
-    """The published float32 peak of a known CUDA GPU, or None when it is not known here.
+    """The published float32 peak of a known CUDA GPU ``device`` (default :func:`get_device`),
+    or None when it is not known here.
 
     None for the CPU, MPS, other dtypes and GPUs not in the table: say so rather than guess.
     """
