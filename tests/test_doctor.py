@@ -283,7 +283,7 @@ def test_cpu_only_build_advice_is_for_this_os(monkeypatch, platform, said, not_s
 
 
 def test_worker_advice_does_not_name_fewer_workers_than_lesson_04_measures():
-    advice = " ".join(doctor_text.advice("Linux", "fork", None, False, CpuFacts(2, 2)))
+    advice = " ".join(doctor_text.advice("Linux", "fork", None, False, False, CpuFacts(2, 2)))
     assert "num_workers=1" not in advice and "measure a few num_workers values" in advice
 
 
@@ -431,7 +431,7 @@ def test_a_simulated_xpu_machine_is_described_by_its_backend(monkeypatch):
          "memory_gib": 63.98, "capability": None, "sm_count": None, "bf16": True}]
     assert report["no_accelerator_reason"] is None
     assert [facts["device"] for facts in report["compiler"]] == ["cpu", "xpu:0"]
-    assert "pin_memory only helps when copying to a CUDA device: leave it False on xpu" in \
+    assert "pin_memory=True in the DataLoader speeds up host-to-xpu copies" in \
         " ".join(report["advice"])
 
 
@@ -481,3 +481,14 @@ def test_test_only_tools_are_marked_for_instructors(monkeypatch):
         assert lines[tool].endswith("(instructors/tests only)"), lines[tool]
     assert not lines["PyTorch"].endswith("(instructors/tests only)")
     assert not lines["JupyterLab"].endswith("(instructors/tests only)")
+
+
+def test_the_doctor_imports_without_pytorch():
+    """Checks the split modules keep PyTorch out of the doctor's import: it reports its absence."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from course_utils.tools import doctor\n"
+            "sys.exit(doctor.main())")
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == doctor.EXIT_NO_TORCH, done.stderr
+    assert "NOT ready: PyTorch cannot be imported" in done.stdout

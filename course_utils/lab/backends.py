@@ -50,6 +50,7 @@ class Backend:
 
     device_type: str  # 'cuda', 'mps', 'cpu', 'meta'; '*' for GENERIC
     accelerator: bool  # its own memory and work queue (False: the CPU and 'meta')
+    pinned_copies: bool  # page-locked host memory speeds copies to it (pin_memory=True)
     computes: bool  # False for 'meta': shapes without data, nothing to time, train or autocast
     display_name: Callable[[torch.device], str]  # for a printed figure: 'NVIDIA H100 80GB HBM3'
     memory: Callable[[torch.device], MemoryReading | None]  # None: no counters to read
@@ -148,8 +149,8 @@ def _triton(device: torch.device) -> CompilerStatus:
 
 
 GENERIC = Backend(
-    device_type="*", accelerator=True, computes=True, display_name=_generic_name,
-    memory=_generic_memory, total_memory=_generic_total_memory,
+    device_type="*", accelerator=True, pinned_copies=True, computes=True,
+    display_name=_generic_name, memory=_generic_memory, total_memory=_generic_total_memory,
     capability=lambda device: None, multiprocessors=lambda device: None,
     reset_peak=_generic_reset_peak,
     empty_cache=_generic_empty_cache, native_bf16=_generic_bf16,
@@ -224,7 +225,9 @@ def _metal(device: torch.device) -> CompilerStatus:
                                 "some operators to fall back).")
 
 
-MPS = replace(GENERIC, device_type="mps", display_name=lambda device: "Apple GPU (MPS)",
+# Apple silicon's memory is shared by the CPU and the GPU: there is no copy for pinning to speed.
+MPS = replace(GENERIC, device_type="mps", pinned_copies=False,
+              display_name=lambda device: "Apple GPU (MPS)",
               memory=_mps_memory, total_memory=_mps_total_memory, empty_cache=_mps_empty_cache,
               native_bf16=_mps_holds_bf16, bf16_because="MPS holds bfloat16 (macOS 14+)",
               compiler=_metal)
@@ -253,7 +256,7 @@ def _cpp_compiler(device: torch.device) -> CompilerStatus:
 
 
 CPU = Backend(
-    device_type="cpu", accelerator=False, computes=True,
+    device_type="cpu", accelerator=False, pinned_copies=False, computes=True,
     display_name=lambda device: "the CPU", memory=_nothing, total_memory=_nothing,
     capability=_nothing, multiprocessors=_nothing, reset_peak=_nothing, empty_cache=_nothing,
     # Autocast's CPU dtype: no loss scaling needed (its range is float32's).

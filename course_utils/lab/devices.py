@@ -1,9 +1,12 @@
-"""Choosing the device to train on: the course's one place for device logic.
+"""Choosing the device to train on: the course's one place that decides which device.
 
-Every notebook and helper asks :func:`get_device`; nothing else in the course
-decides between CUDA, MPS, XPU and the CPU. An accelerator is always returned with its
-index (``cuda:0``, ``mps:0``), the way a tensor created on it reports its device, so that
-``x.device == get_device()`` holds for a tensor made or moved there.
+Every notebook and helper asks :func:`get_device` (a helper's ``device`` argument goes through
+:func:`resolve`); nothing else in the course decides between CUDA, MPS, XPU and the CPU. What
+each type of device *can do* once chosen is :mod:`course_utils.lab.backends`' table.
+
+An accelerator is always returned with its index (``cuda:0``, ``mps:0``), the way a tensor
+created on it reports its device, so that ``x.device == get_device()`` holds for a tensor made
+or moved there.
 """
 from __future__ import annotations
 

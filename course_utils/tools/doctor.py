@@ -27,7 +27,6 @@ from typing import Any, TextIO
 
 from ..grading import cgroups as grading_cgroups
 from ..grading import sandbox as grading_sandbox
-from . import doctor_torch
 from .doctor_records import (
     NOT_INSTALLED,
     PACKAGES,
@@ -102,7 +101,10 @@ def examine() -> Report:
             "requirements (make install) and use that environment."),
             cpu=cpu_facts(None), **basics)
 
+    # Only now that PyTorch imports: these import it at their top.
+    from ..lab.backends import backend_for
     from ..lab.devices import available_devices, explain_device
+    from . import doctor_torch
 
     # Read before anything below touches CUDA (asking for device properties initialises it).
     cuda_initialized = bool(torch.cuda.is_initialized())
@@ -125,7 +127,9 @@ def examine() -> Report:
         no_accelerator_reason=None if accelerators else doctor_torch.why_no_accelerator(torch),
         compiler=doctor_torch.compiler(torch, picked),
         advice=advice(basics["platform"].system, start.method,
-                      None if picked is None else picked.type, cuda_initialized, cpu),
+                      None if picked is None else picked.type,
+                      picked is not None and backend_for(picked).pinned_copies,
+                      cuda_initialized, cpu),
         **basics)
 
 

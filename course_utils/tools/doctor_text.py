@@ -15,9 +15,10 @@ def _busy(cpu: CpuFacts) -> list[str]:
              "quiet machine before you trust it.")]
 
 
-def advice(system: str, start_method: str, device_type: str | None,
+def advice(system: str, start_method: str, device_type: str | None, pinned_copies: bool,
            cuda_initialized: bool, cpu: CpuFacts) -> list[str]:
-    """What to do about what the report found, one sentence or two each."""
+    """What to do about what the report found, one sentence or two each. ``pinned_copies``:
+    the backend table's word on whether pinned memory speeds copies to ``device_type``."""
     advice = _busy(cpu)
     cpu_count = cpu.os_cpu_count
     if start_method in ("spawn", "forkserver"):
@@ -47,14 +48,14 @@ def advice(system: str, start_method: str, device_type: str | None,
     else:
         advice.append("One CPU core: start with num_workers=0; workers help only loading that "
                       "waits for a disk or a network.")
-    if device_type == "cuda":
+    if pinned_copies:
         advice.append(
-            "pin_memory=True in the DataLoader speeds up host-to-GPU copies here "
+            f"pin_memory=True in the DataLoader speeds up host-to-{device_type} copies here "
             "(pair it with .to(device, non_blocking=True)).")
     else:
         advice.append(
-            "pin_memory only helps when copying to a CUDA device: leave it False on "
-            f"{device_type or 'this machine'}.")
+            "pin_memory only helps when copying to a GPU with its own memory (CUDA, XPU): "
+            f"leave it False on {device_type or 'this machine'}.")
     if system == "Windows":
         advice.append("On Windows, run scripts with DataLoader workers from a terminal, "
                       "not from an interactive interpreter.")
