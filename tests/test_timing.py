@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from course_utils import timing
+from course_utils.checks import machines
 from course_utils.lab.timing import MatmulPoint, PeakFigure, Timing
+from course_utils.probe import SimulatedMachine
 
 # ------------------------------------------------------------------ benchmark
 
@@ -155,6 +157,15 @@ def a_cuda_gpu_named(monkeypatch):
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
         monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     return named
+
+
+@pytest.mark.parametrize("spec, peak", [(machines.CUDA, 67e12), (machines.XPU, None),
+                                         (machines.MPS, None), (machines.CPU, None)])
+def test_the_peak_is_looked_up_by_the_name_the_backend_gives(spec, peak):
+    """A simulated H100 by its name; an XPU, a Mac or the CPU have no published figure here."""
+    with SimulatedMachine(spec):
+        found = timing.peak_flop_per_s()
+    assert (found and found.flop_per_s) == peak
 
 
 @pytest.mark.parametrize("name, peak", [

@@ -32,6 +32,7 @@ import torch
 from torch.utils import benchmark as torch_benchmark
 
 from .args import is_whole, positive_int, seconds
+from .backends import backend_for
 from .devices import resolve, synchronize
 
 __all__ = [
@@ -280,15 +281,16 @@ _FP32_PEAKS = (
 
 
 def peak_flop_per_s(device=None, dtype: torch.dtype = torch.float32) -> PeakFigure | None:
-    """The published float32 peak of a known CUDA GPU ``device`` (default :func:`get_device`),
+    """The published float32 peak of a known NVIDIA GPU ``device`` (default :func:`get_device`),
     or None when it is not known here.
 
     None for the CPU, MPS, other dtypes and GPUs not in the table: say so rather than guess.
+    The GPU is recognised by the name its backend gives it (:mod:`course_utils.lab.backends`).
     """
     device = resolve(device, "peak_flop_per_s")
-    if device.type != "cuda" or dtype != torch.float32:
+    if dtype != torch.float32:
         return None
-    name = torch.cuda.get_device_name(device)
+    name = backend_for(device).display_name(device)
     for pattern, peak, source in _FP32_PEAKS:
         if re.search(pattern, name):
             return PeakFigure(peak, f"{source}: dense FP32, without tensor cores")
