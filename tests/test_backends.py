@@ -130,3 +130,28 @@ def test_a_new_backend_is_one_entry(monkeypatch):
     monkeypatch.setitem(backends.BACKENDS, "hpu", hpu)
     assert backend_for("hpu:0").display_name(torch.device("hpu", 0)) == "Gaudi 3"
     assert backend_for("xpu") is GENERIC
+
+
+# ------------------------------------------------------------------ simulated machines
+
+def test_a_machine_is_described_by_its_accelerators_by_type():
+    spec = machines.machine("a mixed box", {"cuda": ["T4"], "xpu": ["Arc A770"], "mps": 1})
+    assert spec["accelerators"] == {"cuda": [machines.GPUS["T4"]], "xpu": [machines.XPUS[
+        "Arc A770"]], "mps": 1}
+    assert spec["cuda_version"] == "12.8" and machines.gpus(spec) == [machines.GPUS["T4"]]
+    assert machines.CPU["accelerators"] == {} and machines.gpus(machines.CPU) == []
+    with pytest.raises(ValueError, match="no simulated 'tpu' devices; the types are mps, cuda"):
+        machines.machine("a TPU pod", {"tpu": ["v5e"]})
+
+
+@pytest.mark.parametrize("spec, xpus, accelerator", [
+    (machines.XPU, 1, "xpu"), (machines.CUDA, 0, "cuda"), (machines.CPU, 0, None)])
+def test_every_simulated_machine_answers_for_every_type(spec, xpus, accelerator):
+    """torch.xpu answers on every machine, so one without an XPU says so (not the real one)."""
+    with SimulatedMachine(spec):
+        assert (torch.xpu.is_available(), torch.xpu.device_count()) == (bool(xpus), xpus)
+        current = torch.accelerator.current_accelerator()
+        assert (current.type if current else None) == accelerator
+        if not xpus:
+            with pytest.raises(RuntimeError, match="No XPU devices are available"):
+                torch.xpu.get_device_name(0)

@@ -186,7 +186,10 @@ class SimulatedMachine:
                 self._unit(accelerator)
 
         def memory_info(device=None):
-            total = units[self._index_of(device)].get("total_memory", 0) if units else 0
+            if not present:
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            unit = self._unit(accelerator, device) if accelerator in self.MISSING else {}
+            total = unit.get("total_memory", 0)  # MPS: unified memory, not reported here
             return (int(total * 0.95), total)
 
         return {
