@@ -107,7 +107,7 @@ def _generic_total_memory(device: torch.device) -> int | None:
         return None
     try:
         return int(torch.accelerator.get_memory_info(index)[1])  # (free, total)
-    except (RuntimeError, NotImplementedError, AttributeError):  # AttributeError: before 2.10
+    except (RuntimeError, NotImplementedError, AttributeError):  # a PyTorch without it
         return None
 
 
