@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import timing
+from course_utils import report, timing
 
 HERE = Path(__file__).resolve().parent
 SWEEP = [64, 128, 256, 512, 1024, 2048, 4096]
@@ -147,7 +147,7 @@ def main() -> int:
         print(f"GPU figures: no GPU ({reason}); nothing measured.")
         return 0
     gpu, cpu = torch.device("cuda:0"), torch.device("cpu")
-    print(f"machine: {timing.describe_machine(gpu)}")
+    print(f"machine: {report.describe_machine(gpu)}")
     cpu_step, gpu_step = seconds(source_step(cpu), cpu), seconds(source_step(gpu), gpu)
     fp32, amp = seconds(wide_step(gpu, False), gpu), seconds(wide_step(gpu, True), gpu)
     rows = [

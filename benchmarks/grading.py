@@ -33,7 +33,7 @@ import nbformat
 
 from course_utils.grading.gradebook import Gradebook
 from course_utils.grading.report import read_csv
-from course_utils.lab import timing
+from course_utils.lab import report
 from course_utils.paths import course_root, ensure_tools_on_path
 
 LESSONS = ("00_setup", "01_tensors_devices")
@@ -131,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     root = course_root()
     ensure_tools_on_path()  # nbgrader runs this environment's `alembic`
-    print(f"{platform.node()}: {timing.describe_machine('cpu')}; "
+    print(f"{platform.node()}: {report.describe_machine('cpu')}; "
           f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as temporary:
         folder = Path(temporary)

@@ -21,11 +21,11 @@ import torch
 from torch.utils import benchmark
 from torch.utils.data import DataLoader, TensorDataset
 
-from course_utils import data, get_device, pipeline, synchronize, timing
+from course_utils import data, get_device, pipeline, report, synchronize
 
 
 def machine(device: torch.device) -> str:
-    return (f"{timing.describe_machine(device)}, Python {platform.python_version()}, "
+    return (f"{report.describe_machine(device)}, Python {platform.python_version()}, "
             f"start method {multiprocessing.get_start_method()}")
 
 

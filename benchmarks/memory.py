@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from course_utils import get_device, memory, timing
+from course_utils import get_device, memory, report, timing
 
 
 def deep_mlp(width: int = 256, depth: int = 8, classes: int = 10) -> nn.Sequential:
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="examples per batch")
     args = parser.parse_args()
     device = get_device()
-    print(timing.describe_machine(device))
+    print(report.describe_machine(device))
 
     torch.manual_seed(0)
     net = deep_mlp().to(device)

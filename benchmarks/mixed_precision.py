@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import data, get_device, memory, precision, timing
+from course_utils import data, get_device, memory, precision, report, timing
 
 
 def digits_mlp() -> nn.Sequential:
@@ -40,7 +40,7 @@ def wide_mlp() -> nn.Sequential:
 
 
 def machine_line(device: torch.device) -> str:
-    return (f"{timing.describe_machine(device)}; CPU capability "
+    return (f"{report.describe_machine(device)}; CPU capability "
             f"{torch.backends.cpu.get_cpu_capability()}")
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from course_utils.lab import timing
+from course_utils.lab import report
 from course_utils.lab.distributed import launch, remove
 
 RANK_SCRIPT = textwrap.dedent('''
@@ -117,7 +117,7 @@ def main() -> None:
                       BENCH_WIDTH=str(args.width))
     gpus = torch.cuda.device_count()
     device = ", ".join(torch.cuda.get_device_name(i) for i in range(gpus)) or "no CUDA GPU"
-    print(f"{platform.node()}: {timing.describe_machine('cpu')}; {device}")
+    print(f"{platform.node()}: {report.describe_machine('cpu')}; {device}")
     print(f"MLP {args.width}-{args.width}-{args.width}-10, global batch {args.batch}, "
           f"median of 5 windows of {args.steps} steps after 5 of warm-up")
     with tempfile.TemporaryDirectory(prefix="bench-ddp-") as folder:

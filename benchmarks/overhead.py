@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch._dynamo.utils import counters
 
-from course_utils import get_device, overhead, synchronize, timing
+from course_utils import get_device, overhead, report, synchronize, timing
 
 CLASSES = 10
 
@@ -332,7 +332,7 @@ def summary(device, rows, points) -> dict:
     return {
         "benchmark": "overhead",
         "device": str(device),
-        "machine": timing.describe_machine(device),
+        "machine": report.describe_machine(device),
         "torch": torch.__version__,
         "rows": rows,
         "sweep": points,
@@ -365,7 +365,7 @@ def main() -> int:
     cuda = device.type == "cuda"
     if args.min_run_time is None:
         args.min_run_time = 0.5 if cuda else 0.2
-    print("machine:", timing.describe_machine(device), flush=True)
+    print("machine:", report.describe_machine(device), flush=True)
     status = overhead.inductor_status(device)
     print(status.reason)
     rows = []

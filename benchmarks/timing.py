@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from course_utils import get_device, synchronize, timing
+from course_utils import get_device, report, synchronize, timing
 
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     device = get_device(args.device)
     size = args.size or (1024 if device.type == "cpu" else 4096)
-    print(f"machine: {timing.describe_machine(device)}")
+    print(f"machine: {report.describe_machine(device)}")
 
     a, b = (torch.randn(size, size, device=device) for _ in range(2))
     unsynced = median_call(lambda: a @ b, device, sync=False)

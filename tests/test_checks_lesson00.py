@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from course_utils import checks, get_device
+from course_utils.checks import machines
+from course_utils.probe import SimulatedMachine
 
 from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
 from .solutions import solution
@@ -110,6 +112,27 @@ def test_pick_device_right_answers_keep_full_marks(answer, capsys):
     printed = capsys.readouterr().out
     assert "a Linux machine with one NVIDIA H100 → cuda; a laptop with no GPU → cpu." in printed
     assert "a Mac with Apple silicon (MPS) → mps" in printed  # the hidden part tests MPS
+
+
+def test_pick_device_on_a_simulated_xpu_machine_accepts_the_rule_and_the_accelerator():
+    """On an XPU machine the exercise's rule gives the CPU; torch.accelerator finds the XPU."""
+    with SimulatedMachine(machines.XPU):
+        assert pick_device() == torch.device("cpu")
+        assert pick_device_with_accelerator_api() == torch.device("xpu")
+        assert pick_device_with_course_utils() == torch.device("xpu", 0)
+    assert machines.XPU in checks.check_pick_device.make_inputs(1, True)["machines"]
+    for answer in (pick_device, pick_device_with_accelerator_api):
+        assert graded(checks.check_pick_device, (answer,), hidden=True, seed=1).fraction == 1
+    inputs = checks.check_pick_device.make_inputs(1, True)
+    assert "Data Center GPU Max (XPU) → cpu or xpu" in checks.check_pick_device.success_line(
+        inputs)
+
+
+def test_pick_device_that_returns_the_xpu_on_a_cuda_machine_fails():
+    def xpu_first():
+        return torch.device("xpu") if torch.xpu.is_available() else torch.device("cpu")
+    message = failure(checks.check_pick_device, xpu_first)
+    assert "H100 (simulated), pick_device() returned 'cpu'; it should pick 'cuda'" in message
 
 
 def test_the_visible_success_line_names_only_what_was_tested(capsys):
@@ -326,7 +349,7 @@ def test_gpu_inventory_hidden_messages_do_not_reveal_answers():
         message = failure(checks.check_gpu_inventory, with_entry_change(gpu_inventory_gb),
                           hidden=True, seed=seed)
         for spec in checks.check_gpu_inventory.make_inputs(seed, True)["machines"]:
-            for gpu in spec["gpus"]:
+            for gpu in machines.gpus(spec):
                 assert f"{gpu['total_memory'] / 2**30:.2f}" not in message
 
 

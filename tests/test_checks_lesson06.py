@@ -16,7 +16,7 @@ from .solutions import solution
 
 amp_settings = solution("06_mixed_precision", "amp_settings")
 amp_step = solution("06_mixed_precision", "amp_step")
-T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
+T4 = machines.machine("a cloud VM with one Tesla T4", {"cuda": ["T4"]})
 
 
 # ------------------------------------------------------------------ the simulated machines

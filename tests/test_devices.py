@@ -7,8 +7,10 @@ import os
 import pytest
 import torch
 
-from course_utils import explain_device, get_device, synchronize
-from course_utils.lab.devices import available_devices
+from course_utils import data, explain_device, get_device, synchronize, timing, training
+from course_utils.checks import machines
+from course_utils.lab.devices import available_devices, resolve
+from course_utils.probe import SimulatedMachine
 
 NO_CUDA = not torch.cuda.is_available()
 
@@ -53,6 +55,42 @@ def sync_calls(monkeypatch):
     calls = []
     monkeypatch.setattr(torch.accelerator, "synchronize", lambda device=None: calls.append(device))
     return calls
+
+
+# ------------------------------------------------------------------ resolve
+
+def test_resolve_gives_the_default_for_none_and_checks_anything_else():
+    with SimulatedMachine(machines.TWO_GPUS):
+        assert resolve(None, "f") == torch.device("cuda", 0)  # get_device() by default
+        assert resolve(None, "f", default=torch.device("cpu")) == torch.device("cpu")
+        assert resolve(None, "f", default=lambda: torch.device("cuda", 1)) == \
+            torch.device("cuda", 1)
+        assert resolve("CUDA:1", "f") == torch.device("cuda", 1)
+
+
+def test_resolve_names_the_function_the_argument_the_value_and_what_is_allowed(cpu_only):
+    with pytest.raises(ValueError, match=r"^fit\(device=...\) asks for device 'cuda', but no "
+                                         r"cuda device is available.*Available here: cpu\.$"):
+        resolve("cuda", "fit")
+    with pytest.raises(TypeError, match=r"^fit: device must be a device name such as 'cuda' or "
+                                        r"'cpu', a torch.device or None, got 0\. Available here: "
+                                        r"cpu\.$"):
+        resolve(0, "fit")
+
+
+def test_the_helpers_state_their_defaults():
+    """Data are made on the CPU unless asked; training and timing use get_device()."""
+    with SimulatedMachine(machines.XPU):
+        assert data.regression_data(4)[0].device == torch.device("cpu")
+        timed = timing.benchmark(lambda: None, min_run_time=0.001)
+        assert timed.device == torch.device("xpu", 0)  # get_device(): the simulated XPU
+    for helper in (data.toy_tensors, data.digits_tensors, data.regression_data, data.image_data):
+        assert "(default: the CPU)" in " ".join(helper.__doc__.split()), helper.__name__
+    for helper in (timing.benchmark, timing.synchronized_clock, timing.matmul_sweep,
+                   timing.peak_flop_per_s, training.fit, training.evaluate):
+        assert "get_device" in helper.__doc__, helper.__name__
+    with pytest.raises(ValueError, match=r"^evaluate\(device=...\) asks for device 'gpu'"):
+        training.evaluate(torch.nn.Linear(2, 2), [], device="gpu")
 
 
 # ------------------------------------------------------------------ CPU

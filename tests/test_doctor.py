@@ -12,7 +12,10 @@ import types
 import pytest
 import torch
 
-from course_utils.tools import doctor
+from course_utils.checks import machines
+from course_utils.probe import SimulatedMachine
+from course_utils.tools import doctor, doctor_text, doctor_torch
+from course_utils.tools.doctor_records import CpuFacts
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "total_memory": 85_045_231_616, "major": 9, "minor": 0,
         "multi_processor_count": 132}
@@ -32,13 +35,20 @@ def run_main(as_json=False):
     return status, out.getvalue()
 
 
+def index_of(device) -> int:
+    """The GPU a torch.cuda query names: None (the current one, 0 here), an int or a device."""
+    if device is None or isinstance(device, int):
+        return device or 0
+    return torch.device(device).index or 0
+
+
 def simulate_gpus(monkeypatch, specs, *, initialized=False):
     """Make torch report ``specs`` as CUDA GPUs, the way a CUDA machine would."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: bool(specs))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: len(specs))
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: initialized)
     monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda index=None: types.SimpleNamespace(**specs[index or 0]))
+                        lambda device=None: types.SimpleNamespace(**specs[index_of(device)]))
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device("cuda") if specs else None)
@@ -70,14 +80,19 @@ def test_json_report_has_the_same_facts():
     report = json.loads(text)
     assert report["ok"] is True and report["error"] is None
     assert report["packages"]["torch"].split("+")[0] == torch.__version__.split("+")[0]
-    assert set(report["packages"]) == {"torch", "nbgrader", "nbval", "jupyterlab"}
+    assert set(report["packages"]) == {"torch", "nbgrader", "nbval", "jupyterlab", "pytest",
+                                       "playwright"}
     assert report["device"] == {"picked": "cpu",
                                 "reason": "no accelerator is available, so the CPU is used",
                                 "available": ["cpu"]}
     assert report["accelerators"] == []
     assert report["no_accelerator_reason"]
+    load = os.getloadavg()[0]
     assert report["cpu"] == {"torch_threads": torch.get_num_threads(),
-                             "os_cpu_count": os.cpu_count()}
+                             "os_cpu_count": os.cpu_count(),
+                             "load_average": pytest.approx(load, abs=2),
+                             "oversubscribed": report["cpu"]["load_average"] > os.cpu_count()}
+    assert [facts["device"] for facts in report["compiler"]] == ["cpu"]
     assert report["multiprocessing"]["method"] in ("fork", "spawn", "forkserver")
     assert report["torch"]["cuda_initialized"] is False
     assert any("pin_memory" in item for item in report["advice"])
@@ -251,7 +266,7 @@ def cuda_build(monkeypatch, version):
 def test_cpu_only_build_is_named_as_the_cause(monkeypatch):
     cpu_only_build(monkeypatch)
     calls = simulate_driver(monkeypatch, None)
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert "CPU-only" in reason and "torch.version.cuda is None" in reason
     assert "NVIDIA driver here" not in reason and calls == []
 
@@ -263,19 +278,19 @@ def test_cpu_only_build_advice_is_for_this_os(monkeypatch, platform, said, not_s
     cpu_only_build(monkeypatch)
     simulate_driver(monkeypatch, None)
     monkeypatch.setattr(doctor.sys, "platform", platform)
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert said in reason and not_said not in reason
 
 
 def test_worker_advice_does_not_name_fewer_workers_than_lesson_04_measures():
-    advice = " ".join(doctor._advice("Linux", "fork", None, False, 2))
+    advice = " ".join(doctor_text.advice("Linux", "fork", None, False, False, CpuFacts(2, 2)))
     assert "num_workers=1" not in advice and "measure a few num_workers values" in advice
 
 
 def test_cpu_only_build_on_a_machine_with_a_driver_says_so(monkeypatch):
     cpu_only_build(monkeypatch)
     simulate_driver(monkeypatch, "580.82.07\n")
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert "CPU-only" in reason and "There is an NVIDIA driver here" in reason
 
 
@@ -296,7 +311,7 @@ def test_cuda_build_without_a_driver(monkeypatch):
 def test_cuda_build_with_a_driver_too_old(monkeypatch, cuda, driver, needed):
     cuda_build(monkeypatch, cuda)
     calls = simulate_driver(monkeypatch, f"{driver}\n{driver}\n")  # one line per GPU
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert f"driver {driver} is too old" in reason
     assert f"CUDA {cuda.split('.')[0]}.x builds need driver {needed} or newer" in reason
     assert calls[0][1:] == ["--query-gpu=driver_version", "--format=csv,noheader"]
@@ -307,7 +322,7 @@ def test_cuda_build_with_a_recent_driver_but_no_gpu(monkeypatch, cuda, driver):
     """CUDA minor version compatibility: a 12.x build runs on any 525+ driver."""
     cuda_build(monkeypatch, cuda)
     simulate_driver(monkeypatch, f"{driver}\n")
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert f"built with CUDA {cuda} and the NVIDIA driver {driver} is installed" in reason
     assert "too old" not in reason
 
@@ -320,7 +335,7 @@ def test_cuda_build_with_a_recent_driver_but_no_gpu(monkeypatch, cuda, driver):
 def test_cuda_build_with_a_failing_driver(monkeypatch, failure):
     cuda_build(monkeypatch, "13.0")
     simulate_driver(monkeypatch, **failure)
-    reason = doctor._why_no_accelerator(torch)
+    reason = doctor_torch.why_no_accelerator(torch)
     assert "nvidia-smi is installed but fails" in reason and "not working" in reason
     if "smi_output" in failure:
         assert "(No devices were found)" in reason
@@ -342,7 +357,9 @@ def test_simulated_mac(monkeypatch):
     monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("spawn", False))
     report = doctor.collect()
     assert report["device"]["picked"] == "mps:0"  # as MPS tensors report their device
-    assert [entry["name"] for entry in report["accelerators"]] == ["Apple MPS"]
+    assert [entry["name"] for entry in report["accelerators"]] == ["Apple GPU (MPS)"]
+    assert [(facts["device"], facts["ready"]) for facts in report["compiler"]][1] == ("mps:0",
+                                                                                     True)
     advice = " ".join(report["advice"])
     assert 'if __name__ == "__main__":' in advice and "num_workers=0" in advice
     assert "leave it False" in advice
@@ -398,3 +415,80 @@ def test_report_says_when_torch_is_outside_the_tested_range(monkeypatch):
     assert "outside the versions this course is tested with (torch<2.16,>=2.11)" in text
     monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
     assert "outside the versions" not in doctor.format_report(doctor.examine())
+
+
+# ------------------------------------------------------------------ the backend table's answers
+
+def test_a_simulated_xpu_machine_is_described_by_its_backend(monkeypatch):
+    """An XPU, a type the table does not name: its name, memory and bfloat16 from torch.xpu
+    and torch.accelerator (the doctor listed it unnamed, without memory or bf16, before)."""
+    monkeypatch.setattr(doctor, "_start_method", lambda: doctor.StartMethod("fork", False))
+    with SimulatedMachine(machines.XPU):
+        report = doctor.collect()
+    assert report["ok"] is True and report["device"]["picked"] == "xpu:0"
+    assert report["accelerators"] == [
+        {"device": "xpu:0", "index": 0, "name": "Intel(R) Data Center GPU Max 1550",
+         "memory_gib": 63.98, "capability": None, "sm_count": None, "bf16": True}]
+    assert report["no_accelerator_reason"] is None
+    assert [facts["device"] for facts in report["compiler"]] == ["cpu", "xpu:0"]
+    assert "pin_memory=True in the DataLoader speeds up host-to-xpu copies" in \
+        " ".join(report["advice"])
+
+
+def test_the_doctor_and_amp_policy_apply_one_bf16_rule(monkeypatch):
+    """`course doctor` says 'bf16 yes' exactly where amp_policy hands out bfloat16."""
+    from course_utils import precision
+
+    t4_and_a100 = machines.machine("a T4 and an A100", {"cuda": ["T4", "A100"]})
+    with SimulatedMachine(t4_and_a100):
+        said = [entry.bf16 for entry in doctor_torch.accelerators(torch)]
+        policies = [precision.amp_policy(f"cuda:{index}").dtype for index in (0, 1)]
+    assert said == [False, True]
+    assert policies == [torch.float16, torch.bfloat16]
+
+
+def test_the_report_says_whether_torch_compile_can_build_here(monkeypatch):
+    """Checks the compiler section: the CPU's C++ compiler, found or missing, from the table."""
+    from course_utils.lab import backends
+
+    monkeypatch.setattr(backends.shutil, "which", lambda name: f"/usr/bin/{name}")
+    text = doctor.format_report(doctor.examine())
+    assert "torch.compile (Inductor)" in text and "cpu      ready: Inductor generates C++" in text
+    monkeypatch.setattr(backends.shutil, "which", lambda name: None)
+    report = doctor.examine()
+    assert report.compiler[0].ready is False
+    assert "cpu      NOT ready: Inductor generates C++ for the CPU and needs a C++ compiler" in \
+        doctor.format_report(report)
+
+
+@pytest.mark.parametrize("load, busy", [(0.5, False), (9.0, True)])
+def test_the_report_says_how_busy_the_machine_is(monkeypatch, load, busy):
+    """Checks the load average against the cores, and set_num_threads(1) when oversubscribed."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    report = doctor.examine()
+    assert (report.cpu.load_average, report.cpu.oversubscribed) == (load, busy)
+    text = doctor.format_report(report)
+    assert f"load average (1 min): {load:.2f} on 2 core(s)" in text
+    assert ("torch.set_num_threads(1)" in text) is busy
+    assert ("busy: more work than cores" in text) is busy
+
+
+def test_test_only_tools_are_marked_for_instructors(monkeypatch):
+    text = doctor.format_report(doctor.examine())
+    lines = {line.split()[0]: line for line in text.splitlines()[3:10] if line.strip()}
+    for tool in ("nbval", "pytest", "playwright"):
+        assert lines[tool].endswith("(instructors/tests only)"), lines[tool]
+    assert not lines["PyTorch"].endswith("(instructors/tests only)")
+    assert not lines["JupyterLab"].endswith("(instructors/tests only)")
+
+
+def test_the_doctor_imports_without_pytorch():
+    """Checks the split modules keep PyTorch out of the doctor's import: it reports its absence."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from course_utils.tools import doctor\n"
+            "sys.exit(doctor.main())")
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == doctor.EXIT_NO_TORCH, done.stderr
+    assert "NOT ready: PyTorch cannot be imported" in done.stdout

@@ -15,7 +15,8 @@ from course_utils.checks import machines
 from course_utils.probe import SimulatedMachine
 
 # A mixed server: GPU 0 has no bfloat16 units, GPU 1 has them.
-T4_AND_A100 = machines.machine("a server with a Tesla T4 and an NVIDIA A100", ["T4", "A100"])
+T4_AND_A100 = machines.machine("a server with a Tesla T4 and an NVIDIA A100",
+                               {"cuda": ["T4", "A100"]})
 
 
 def test_the_chosen_gpu_becomes_the_current_device(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import memory
+from course_utils import devices, memory
 
 
 def mlp(widths=(8, 16, 16, 4)):
@@ -114,9 +114,11 @@ def test_saved_for_backward_needs_a_function():
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 def test_accelerator_memory_refuses_devices_without_an_allocator(device):
-    with pytest.raises(ValueError, match=f"device '{device}' has no caching allocator"):
+    with pytest.raises(ValueError, match=f"accelerator_memory: device '{device}' has no caching "
+                                         "allocator"):
         memory.accelerator_memory(device)
-    with pytest.raises(ValueError, match="saved_for_backward"):
+    with pytest.raises(ValueError, match=f"reset_peak: device '{device}' has no caching "
+                                         "allocator.*saved_for_backward"):
         memory.reset_peak(device)
 
 
@@ -141,7 +143,7 @@ def test_release_cached_memory_on_the_cpu_collects_garbage():
 def pretend_accelerator(monkeypatch, kind, api_raises=False):
     """torch answers as if this machine had accelerator ``kind``; returns the calls made."""
     calls = []
-    monkeypatch.setattr(memory, "checked_device", lambda device, source: torch.device(device))
+    monkeypatch.setattr(devices, "checked_device", lambda device, source: torch.device(device))
     monkeypatch.setattr(torch.accelerator, "current_accelerator",
                         lambda check_available=False: torch.device(kind))
     monkeypatch.setattr(torch.accelerator, "current_device_index", lambda: 0)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from course_utils import overhead
+from course_utils import backends, overhead
 
 
 def test_graph_counter_counts_one_graph_per_compilation():
@@ -64,11 +64,11 @@ def test_summarize_trace_names_a_missing_file(tmp_path):
 
 
 def test_inductor_status_without_a_compiler_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(overhead.shutil, "which", lambda name: None)
+    monkeypatch.setattr(backends.shutil, "which", lambda name: None)
     status = overhead.inductor_status("cpu")
     assert not status.ready
     assert "needs a C++ compiler" in status.reason and "Visual Studio" in status.reason
-    monkeypatch.setattr(overhead.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(backends.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert overhead.inductor_status(torch.device("cpu")).ready
 
 

@@ -1,17 +1,18 @@
 """course_utils.lab.precision: the policy, the step, the formats, the measurements (CPU paths)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from course_utils import data, memory, precision
+from course_utils import backends, data, memory, precision
 from course_utils.checks import machines
 from course_utils.probe import SimulatedMachine
 
-T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
+T4 = machines.machine("a cloud VM with one Tesla T4", {"cuda": ["T4"]})
 
 
 def tiny_mlp():
@@ -58,19 +59,33 @@ def test_cuda_policy_follows_native_bfloat16(spec, dtype, scaler):
 
 @pytest.mark.parametrize("holds_bf16, dtype", [(True, torch.bfloat16), (False, torch.float16)])
 def test_mps_policy_depends_on_bfloat16_support(monkeypatch, holds_bf16, dtype):
-    monkeypatch.setattr(precision, "_mps_holds_bf16", lambda: holds_bf16)
+    mps = dataclasses.replace(backends.BACKENDS["mps"], native_bf16=lambda device: holds_bf16)
+    monkeypatch.setitem(backends.BACKENDS, "mps", mps)
     with SimulatedMachine(machines.MPS):
         policy = precision.amp_policy("mps")
     assert policy.dtype == dtype and policy.use_scaler is not holds_bf16
 
 
 def test_mps_without_the_backend_holds_no_bfloat16():
-    assert precision._mps_holds_bf16() is torch.backends.mps.is_available()
+    assert backends.MPS.native_bf16(torch.device("mps")) is torch.backends.mps.is_available()
+
+
+@pytest.mark.parametrize("spec, dtype, scaler", [
+    (machines.XPU, torch.bfloat16, False),
+    (machines.machine("an Intel Arc box", {"xpu": ["Arc A770"]}), torch.float16, True)])
+def test_xpu_policy_follows_what_torch_xpu_reports(spec, dtype, scaler):
+    """An XPU, a type the backend table does not name, gets a policy (it was refused)."""
+    with SimulatedMachine(spec) as machine:
+        policy = precision.amp_policy()
+    assert policy.device == torch.device("xpu", 0)
+    assert (policy.dtype, policy.use_scaler) == (dtype, scaler)
+    assert "torch.xpu.is_bf16_supported" in machine.queries
 
 
 @pytest.mark.parametrize("device, error, message", [
     ("gpu", ValueError, "'gpu', which is not a device name"),
-    ("meta", ValueError, "no mixed-precision policy for device 'meta'; the course knows 'cpu'"),
+    ("meta", ValueError, "no mixed-precision policy for device 'meta', which holds shapes"),
+    (3, TypeError, r"amp_policy: device must be .* got 3\."),
 ])
 def test_amp_policy_rejects_devices_it_cannot_serve(device, error, message):
     with pytest.raises(error, match=message):

@@ -44,6 +44,8 @@ def test_launched_work_runs_later_and_synchronize_waits_for_its_device():
     (machines.TWO_GPUS, lambda: torch.cuda.synchronize(1), "cuda:1"),
     (machines.MPS, lambda: torch.mps.synchronize(), "mps"),
     (machines.MPS, lambda: torch.accelerator.synchronize(), "mps"),
+    (machines.XPU, lambda: torch.accelerator.synchronize(), "xpu:0"),
+    (machines.XPU, lambda: torch.xpu.synchronize(0), "xpu:0"),
 ])
 def test_every_synchronize_names_the_device_it_waited_for(spec, call, device):
     log = []
@@ -58,6 +60,7 @@ def test_every_synchronize_names_the_device_it_waited_for(spec, call, device):
     (lambda: torch.accelerator.synchronize(), "torch.accelerator.synchronize"),
     (lambda: torch.mps.synchronize(), "torch.mps.synchronize"),
     (lambda: torch.cuda.synchronize(), "torch.cuda.synchronize"),
+    (lambda: torch.xpu.synchronize(), "torch.xpu.synchronize"),
 ])
 def test_synchronising_a_missing_device_raises_as_torch_does(call, api):
     log = []

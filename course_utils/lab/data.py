@@ -8,7 +8,8 @@
   :func:`image_data`);
 * :class:`TensorBatches`, a loader over tensors that already sit on the device.
 
-Every function returns tensors on the CPU unless it is given a ``device``.
+Every function returns tensors on the CPU unless it is given a ``device``: data are made
+once and moved where the caller says, so their default is the CPU, not :func:`get_device`.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from .args import is_real, is_whole, positive_int
-from .devices import checked_device
+from .devices import resolve
 
 __all__ = [
     "TensorBatches",
@@ -30,6 +31,8 @@ __all__ = [
     "toy_loaders",
     "toy_tensors",
 ]
+
+CPU = torch.device("cpu")  # where the data are made unless a device is given
 
 # The appendix's data: class 0 sits top left, class 1 bottom right.
 _TOY_X_TRAIN = [[-1.2, 3.1], [-0.9, 2.9], [-0.5, 2.6], [2.3, -1.1], [2.7, -1.5]]
@@ -47,23 +50,17 @@ def _seed(value, function: str) -> int:
     return value
 
 
-def _device(device, function: str) -> torch.device:
-    """The CPU when ``device`` is None; otherwise the requested device, checked."""
-    if device is None:
-        return torch.device("cpu")
-    return checked_device(device, f"{function}(device=...)")
-
-
 # ------------------------------------------------------------------ toy data
 
 def toy_tensors(device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The appendix's toy data: ``(X_train, y_train, X_test, y_test)``.
+    """The appendix's toy data: ``(X_train, y_train, X_test, y_test)``, on ``device``
+    (default: the CPU).
 
     Shapes (5, 2), (5,), (2, 2) and (2,); features are float32, labels int64 (what
     ``F.cross_entropy`` expects). Each call returns new tensors, so changing them in
     place changes nothing here.
     """
-    where = _device(device, "toy_tensors")
+    where = resolve(device, "toy_tensors", default=CPU)
     return (
         torch.tensor(_TOY_X_TRAIN, device=where),
         torch.tensor(_TOY_Y_TRAIN, device=where),
@@ -116,7 +113,8 @@ def toy_loaders(batch_size: int = 2) -> tuple[DataLoader, DataLoader]:
 
 def digits_tensors(test_fraction: float = 0.25, seed: int = 0, device=None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """scikit-learn's 8x8 digits as ``(X_train, y_train, X_test, y_test)``.
+    """scikit-learn's 8x8 digits as ``(X_train, y_train, X_test, y_test)``, on ``device``
+    (default: the CPU).
 
     1,797 images flattened to 64 float32 features scaled to [0, 1] (the raw pixels
     are 0..16), labels 0..9 as int64. The split is stratified (every digit in the
@@ -128,7 +126,7 @@ def digits_tensors(test_fraction: float = 0.25, seed: int = 0, device=None
             f"digits_tensors: test_fraction must be a number strictly between 0 and 1, "
             f"got {test_fraction!r}.")
     _seed(seed, "digits_tensors")
-    where = _device(device, "digits_tensors")
+    where = resolve(device, "digits_tensors", default=CPU)
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
@@ -165,14 +163,15 @@ def digits_loaders(batch_size: int = 64, test_fraction: float = 0.25, seed: int 
 # ------------------------------------------------------------------ random data
 
 def regression_data(n: int = 100, seed: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random regression data: ``X`` of shape (n, 10) and ``y`` of shape (n, 1), float32.
+    """Random regression data: ``X`` of shape (n, 10) and ``y`` of shape (n, 1), float32, on
+    ``device`` (default: the CPU).
 
     ``X`` is standard normal and ``y = X @ w + b + noise`` for a fixed random ``w``
     and ``b`` drawn from ``seed`` (noise std 0.1), so a linear model can fit it.
     """
     positive_int(n, "n", "regression_data")
     _seed(seed, "regression_data")
-    where = _device(device, "regression_data")
+    where = resolve(device, "regression_data", default=CPU)
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(n, 10, generator=generator)
     w = torch.randn(10, 1, generator=generator)
@@ -182,7 +181,8 @@ def regression_data(n: int = 100, seed: int = 0, device=None) -> tuple[torch.Ten
 
 
 def image_data(n: int = 32, seed: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random "images": ``X`` of shape (n, 3, 14, 14) float32 and labels ``y`` (n,) in 0..9.
+    """Random "images": ``X`` of shape (n, 3, 14, 14) float32 and labels ``y`` (n,) in 0..9, on
+    ``device`` (default: the CPU).
 
     Pixels and labels are independent noise: a model can memorise them but cannot
     learn anything that carries over to new images. Good for checking shapes,
@@ -190,7 +190,7 @@ def image_data(n: int = 32, seed: int = 0, device=None) -> tuple[torch.Tensor, t
     """
     positive_int(n, "n", "image_data")
     _seed(seed, "image_data")
-    where = _device(device, "image_data")
+    where = resolve(device, "image_data", default=CPU)
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(n, 3, 14, 14, generator=generator)
     y = torch.randint(0, 10, (n,), generator=generator)

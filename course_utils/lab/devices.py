@@ -1,15 +1,19 @@
-"""Choosing the device to train on: the course's one place for device logic.
+"""Choosing the device to train on: the course's one place that decides which device.
 
-Every notebook and helper asks :func:`get_device`; nothing else in the course
-decides between CUDA, MPS, XPU and the CPU. An accelerator is always returned with its
-index (``cuda:0``, ``mps:0``), the way a tensor created on it reports its device, so that
-``x.device == get_device()`` holds for a tensor made or moved there.
+Every notebook and helper asks :func:`get_device` (a helper's ``device`` argument goes through
+:func:`resolve`); nothing else in the course decides between CUDA, MPS, XPU and the CPU. What
+each type of device *can do* once chosen is :mod:`course_utils.lab.backends`' table.
+
+An accelerator is always returned with its index (``cuda:0``, ``mps:0``), the way a tensor
+created on it reports its device, so that ``x.device == get_device()`` holds for a tensor made
+or moved there.
 """
 from __future__ import annotations
 
 import difflib
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -214,6 +218,24 @@ def get_device(prefer: str | torch.device | None = None) -> torch.device:
     device = explain_device(prefer).device
     make_current(device)
     return device
+
+
+def resolve(device: str | torch.device | None, function: str, *,
+            default: torch.device | Callable[[], torch.device] = get_device) -> torch.device:
+    """The device a helper's ``device`` argument asks for: the one public way to read it.
+
+    ``None`` gives ``default``: a device, or a function called each time (by default
+    :func:`get_device`; the data helpers pass the CPU, and each helper's docstring says which).
+    Anything else is checked by :func:`checked_device`, so a refusal names ``function``, its
+    ``device`` argument, the value given and the devices available here.
+    """
+    if device is None:
+        return default() if callable(default) else default
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{function}: device must be a device name such as 'cuda' or 'cpu', a "
+                        f"torch.device or None, got {device!r}. Available here: "
+                        f"{', '.join(available_devices())}.")
+    return checked_device(device, f"{function}(device=...)")
 
 
 def synchronize(device: str | torch.device | None = None) -> None:

@@ -7,7 +7,7 @@ Lesson 05's helpers:
 * :func:`saved_for_backward` -- measure the bytes autograd keeps for the backward pass (any
   device, the CPU included) with ``torch.autograd.graph.saved_tensors_hooks``;
 * :func:`accelerator_memory`, :func:`reset_peak` -- the caching allocator's allocated, reserved
-  and peak bytes on a GPU (``torch.accelerator``'s memory functions, else ``torch.cuda``'s);
+  and peak bytes on a GPU, as the device's backend reads them (:mod:`course_utils.lab.backends`);
 * :class:`SimulatedBudget` -- a memory budget that raises a real ``torch.OutOfMemoryError`` on
   the CPU, so out-of-memory handling can be shown and tested without a GPU;
 * :func:`find_batch_size` -- halve the batch size until a step fits, recovering outside the
@@ -25,7 +25,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .args import positive_int, whole_number
-from .devices import checked_device
+from .backends import MemoryReading, backend_for
+from .devices import resolve
 from .measure import SavedTensors
 
 __all__ = [
@@ -153,85 +154,51 @@ def saved_for_backward(forward: Callable[[], T], exclude: Iterable[torch.Tensor]
                               saved.storages_saved + saved.storages_excluded)
 
 
-@dataclass(frozen=True)
-class MemoryReading:
-    """The caching allocator's counters on one accelerator, in bytes."""
-
-    device: str
-    allocated: int  # held by live tensors
-    reserved: int  # taken from the driver by PyTorch: allocated plus its cache
-    peak_allocated: int | None  # the most allocated since the last reset_peak(); None if unknown
-
-
-def _accelerator(device) -> torch.device:
-    device = checked_device(device, "accelerator_memory(device=...)")
-    if device.type in ("cpu", "meta"):
-        raise ValueError(f"device {str(device)!r} has no caching allocator to read: PyTorch "
-                         "keeps memory statistics for accelerators (cuda, mps, xpu, ...). "
-                         "On the CPU, measure with saved_for_backward().")
+def _accelerator(device, function: str) -> torch.device:
+    device = resolve(device, function)
+    if not backend_for(device).accelerator:
+        raise ValueError(f"{function}: device {str(device)!r} has no caching allocator to read: "
+                         "PyTorch keeps memory statistics for accelerators (cuda, mps, xpu, "
+                         "...). On the CPU, measure with saved_for_backward().")
     return device
 
 
-def _uses_accelerator_api(device: torch.device) -> bool:
-    current = torch.accelerator.current_accelerator(check_available=True)
-    return (hasattr(torch.accelerator, "memory_allocated") and current is not None
-            and current.type == device.type)
+def accelerator_memory(device=None) -> MemoryReading:
+    """Allocated, reserved and peak bytes on an accelerator (ValueError for the CPU).
+
+    ``device`` defaults to :func:`~course_utils.lab.devices.get_device`. Read through the
+    device's backend (:mod:`course_utils.lab.backends`): ``torch.accelerator``'s counters, or
+    the backend's own where it does not report through them yet (MPS, without a peak).
+    """
+    device = _accelerator(device, "accelerator_memory")
+    reading = backend_for(device).memory(device)
+    if reading is None:
+        raise ValueError(f"accelerator_memory: no memory statistics are known for device "
+                         f"{str(device)!r} here.")
+    return reading
 
 
-def _index(device: torch.device) -> int:
-    return device.index if device.index is not None else torch.accelerator.current_device_index()
+def reset_peak(device=None) -> None:
+    """Start the peak (``peak_allocated``) afresh from what is allocated now.
 
-
-def accelerator_memory(device) -> MemoryReading:
-    """Allocated, reserved and peak bytes on an accelerator (ValueError for the CPU)."""
-    device = _accelerator(device)
-    if _uses_accelerator_api(device):
-        try:
-            index = _index(device)
-            return MemoryReading(str(device), torch.accelerator.memory_allocated(index),
-                                 torch.accelerator.memory_reserved(index),
-                                 torch.accelerator.max_memory_allocated(index))
-        except (RuntimeError, NotImplementedError):
-            pass  # a backend that does not report through torch.accelerator yet
-    if device.type == "cuda":
-        return MemoryReading(str(device), torch.cuda.memory_allocated(device),
-                             torch.cuda.memory_reserved(device),
-                             torch.cuda.max_memory_allocated(device))
-    if device.type == "mps":
-        return MemoryReading(str(device), torch.mps.current_allocated_memory(),
-                             torch.mps.driver_allocated_memory(), None)
-    raise ValueError(f"no memory statistics are known for device type {device.type!r}.")
-
-
-def reset_peak(device) -> None:
-    """Start the peak (``peak_allocated``) afresh from what is allocated now."""
-    device = _accelerator(device)
-    if _uses_accelerator_api(device):
-        try:
-            return torch.accelerator.reset_peak_memory_stats(_index(device))
-        except (RuntimeError, NotImplementedError):
-            pass  # as in accelerator_memory()
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
+    ``device`` defaults to :func:`~course_utils.lab.devices.get_device`; a backend that keeps
+    no peak has nothing to reset.
+    """
+    device = _accelerator(device, "reset_peak")
+    backend_for(device).reset_peak(device)
 
 
 def release_cached_memory(device=None) -> None:
     """Collect Python garbage, then hand the accelerator's unused cached blocks back.
 
-    Frees nothing that a live tensor still uses; on the CPU only the garbage collection runs.
+    Frees nothing that a live tensor still uses. ``device`` defaults to nothing: without one,
+    or on the CPU, only the garbage collection runs.
     """
     gc.collect()
     if device is None:
         return
-    device = checked_device(device, "release_cached_memory(device=...)")
-    if device.type in ("cpu", "meta"):
-        return
-    if _uses_accelerator_api(device):
-        torch.accelerator.empty_cache()
-    elif device.type == "cuda":
-        torch.cuda.empty_cache()
-    elif device.type == "mps":
-        torch.mps.empty_cache()
+    device = resolve(device, "release_cached_memory")
+    backend_for(device).empty_cache(device)
 
 
 # ------------------------------------------------------------------ a budget on the CPU

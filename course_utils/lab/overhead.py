@@ -7,7 +7,6 @@ Nothing here compiles with Inductor: counting graphs needs only Dynamo, which is
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import time
 from collections import Counter
@@ -20,8 +19,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .args import positive_int
-from .devices import checked_device, synchronize
-from .timing import quiet_profiler_markers
+from .backends import CompilerStatus, backend_for
+from .devices import checked_device, resolve, synchronize
+from .report import quiet_profiler_markers
+
+__all__ = ["GPU_SYNC_CALLS", "SYNC_OPS", "CompilerStatus", "GraphCounter", "StepCost",
+           "TraceSummary", "inductor_status", "new_tensor_bytes", "step_cost", "summarize_trace"]
 
 # The operator that copies a tensor's number to the host (.item(), float(), bool(), print): on
 # a GPU, for a GPU tensor, the host waits there for the queue to empty.
@@ -122,42 +125,6 @@ def summarize_trace(path: str | Path) -> TraceSummary:
 
 
 @dataclass(frozen=True)
-class CompilerStatus:
-    ready: bool
-    reason: str  # why not, and what to install; or what will compile
-
-
-def inductor_status(device: torch.device | str) -> CompilerStatus:
-    """Whether ``torch.compile``'s default backend (Inductor) can generate code for ``device``:
-    C++ through a compiler on the CPU, Triton on a GPU. Asks, compiles nothing."""
-    device = torch.device(device)
-    if device.type == "cpu":
-        from torch._inductor import config
-
-        names = [c for c in (config.cpp.cxx if isinstance(config.cpp.cxx, tuple) else
-                             (config.cpp.cxx,)) if c] or ["g++", "clang++"]
-        found = next((shutil.which(name) for name in names if shutil.which(name)), None)
-        if found:
-            return CompilerStatus(True, f"Inductor generates C++ for the CPU and builds it "
-                                        f"with {found}.")
-        return CompilerStatus(False, "Inductor generates C++ for the CPU and needs a C++ "
-                                     f"compiler to build it, but none of {names} is on PATH. "
-                                     "Install one (Linux: g++; macOS: xcode-select --install; "
-                                     "Windows: Visual Studio's C++ build tools, then run from "
-                                     "a Developer prompt), or skip torch.compile on the CPU.")
-    if device.type == "mps":
-        return CompilerStatus(True, "Inductor generates Metal shaders for MPS (a prototype: "
-                                    "expect some operators to fall back).")
-    from torch.utils._triton import has_triton
-
-    if has_triton():
-        return CompilerStatus(True, f"Inductor generates Triton kernels for {device}.")
-    return CompilerStatus(False, f"Inductor needs Triton to generate kernels for {device}, and "
-                                 "this installation has none (pip install triton on Linux; "
-                                 "triton-windows on Windows).")
-
-
-@dataclass(frozen=True)
 class StepCost:
     """What one call of a step costs the host, and what it asks of the device (per call)."""
 
@@ -210,3 +177,12 @@ def step_cost(step: Callable[[], Any], device: torch.device | str, *, calls: int
             operators += 1  # called from Python, autograd or compiled code, not by an operator
     return StepCost(statistics.median(host), operators / calls,
                     launches / calls if gpu else None, kernels / calls if gpu else None)
+
+
+def inductor_status(device: torch.device | str | None = None) -> CompilerStatus:
+    """Whether ``torch.compile``'s default backend (Inductor) can generate code for ``device``
+    (default :func:`~course_utils.lab.devices.get_device`): C++ through a compiler on the CPU,
+    Triton on a GPU, Metal on MPS, as the device's backend says
+    (:mod:`course_utils.lab.backends`). Asks, compiles nothing."""
+    device = resolve(device, "inductor_status")
+    return backend_for(device).compiler(device)

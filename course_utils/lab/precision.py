@@ -1,15 +1,16 @@
 """Mixed precision for lesson 06: which reduced dtype a device should use, and what it costs.
 
 * :func:`amp_policy` -> :class:`AmpPolicy`: the autocast dtype and whether a ``GradScaler`` is
-  needed, from what the hardware supports (bfloat16 on the CPU, on CUDA GPUs with bfloat16
-  units and on MPS where it holds bfloat16; else float16 with a scaler);
+  needed, from what the device's backend computes natively (bfloat16 on the CPU, on CUDA GPUs
+  with bfloat16 units, on MPS where it holds bfloat16; else float16 with a scaler);
 * :func:`amp_step`: the course's device-agnostic mixed-precision training step;
 * :func:`number_formats` -> :class:`NumberFormat`: range and precision of each format, from
   ``torch.finfo``; :func:`round_to_tf32`: the rounding TF32 matmuls apply to their inputs;
 * :func:`measure_training` ->
   :class:`RunMeasurement`, :class:`Comparison`: speed, memory and accuracy, measured.
 
-Device logic (which device, how to wait for it) stays in :mod:`course_utils.lab.devices`.
+Device logic stays in :mod:`course_utils.lab.devices` (which device, how to wait for it) and
+:mod:`course_utils.lab.backends` (what each type of device can do).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from .args import positive_int
-from .devices import checked_device, get_device, synchronize
+from .backends import backend_for
+from .devices import resolve, synchronize
 from .measure import SavedTensors
 
 __all__ = ["AmpPolicy", "Comparison", "NumberFormat", "RunMeasurement", "amp_policy", "amp_step",
@@ -66,45 +68,27 @@ class AmpPolicy:
         return torch.amp.GradScaler(self.device.type, enabled=self.use_scaler)
 
 
-def _cuda_has_bf16_units(device: torch.device) -> bool:
-    # The default is_bf16_supported() also says True on pre-Ampere GPUs (a T4), where bfloat16
-    # is emulated and slow; native support (compute capability 8.0+) is what makes it worth
-    # using. is_bf16_supported() asks the *current* GPU; the capability is asked of `device`.
-    return torch.cuda.get_device_capability(device) >= (8, 0)
-
-
-def _mps_holds_bf16() -> bool:
-    try:  # bfloat16 on MPS needs macOS 14 or newer
-        torch.ones(1, dtype=torch.bfloat16, device="mps")
-    except (RuntimeError, TypeError):
-        return False
-    return True
-
-
 def amp_policy(device: str | torch.device | None = None, *, enabled: bool = True) -> AmpPolicy:
     """The mixed-precision policy for ``device`` (default :func:`~course_utils.get_device`).
 
-    bfloat16 (no scaler) on the CPU, on CUDA GPUs with bfloat16 units (compute capability 8.0+)
-    and on MPS where it holds bfloat16; float16 with a ``GradScaler`` on other CUDA GPUs and
-    older MPS. ``enabled=False`` gives the float32 baseline (autocast off, no scaler).
+    bfloat16 (no scaler) where the device's backend computes it natively
+    (:mod:`course_utils.lab.backends`: the CPU, CUDA GPUs of compute capability 8.0+, MPS on
+    macOS 14+, an XPU that reports it); float16 with a ``GradScaler`` on other accelerators.
+    ``enabled=False`` gives the float32 baseline (autocast off, no scaler).
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"amp_policy: enabled must be True or False, got {enabled!r}.")
-    device = get_device() if device is None else checked_device(device, "amp_policy(device=...)")
-    kind = device.type
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"amp_policy: no mixed-precision policy for device {str(device)!r}; "
-                         "the course knows 'cpu', 'cuda' and 'mps'.")
+    device = resolve(device, "amp_policy")
+    backend = backend_for(device)
+    if not backend.computes:
+        raise ValueError(f"amp_policy: no mixed-precision policy for device {str(device)!r}, "
+                         "which holds shapes but no data; use 'cpu' or an accelerator.")
     if not enabled:
         return AmpPolicy(device, torch.float32, False, "autocast off: the float32 baseline")
-    if kind == "cpu":
-        return AmpPolicy(device, torch.bfloat16, False, "the CPU autocasts to bfloat16")
-    if kind == "cuda" and _cuda_has_bf16_units(device):
-        return AmpPolicy(device, torch.bfloat16, False, "this GPU has bfloat16 units")
-    if kind == "mps" and _mps_holds_bf16():
-        return AmpPolicy(device, torch.bfloat16, False, "MPS holds bfloat16 (macOS 14+)")
-    return AmpPolicy(device, torch.float16, True,
-                     f"no native bfloat16 on this {kind} device: float16, with loss scaling")
+    if backend.native_bf16(device):
+        return AmpPolicy(device, torch.bfloat16, False, backend.bf16_because)
+    return AmpPolicy(device, torch.float16, True, f"no native bfloat16 on this {device.type} "
+                                                  "device: float16, with loss scaling")
 
 
 def amp_step(model: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor,
@@ -187,16 +171,14 @@ def round_to_tf32(values: torch.Tensor) -> torch.Tensor:
 
 
 def _peak_memory(device: torch.device, reset: bool) -> int | None:
-    """The accelerator's peak allocated bytes (after ``reset``: reset it); None on the CPU."""
-    if device.type == "cpu":
+    """The accelerator's peak allocated bytes (after ``reset``: reset it); None where the
+    device's backend keeps no peak (the CPU; MPS on older PyTorch)."""
+    backend = backend_for(device)
+    if reset:
+        backend.reset_peak(device)
         return None
-    try:
-        if reset:
-            torch.accelerator.reset_peak_memory_stats(device)
-            return None
-        return int(torch.accelerator.max_memory_allocated(device))
-    except (RuntimeError, AttributeError, TypeError, ValueError):  # a backend that cannot tell
-        return None
+    reading = backend.memory(device)
+    return None if reading is None else reading.peak_allocated
 
 
 @dataclass(frozen=True)

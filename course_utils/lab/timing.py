@@ -11,9 +11,9 @@ clock started, and it was repeated enough to see the noise. The helpers:
 * :func:`matmul_sweep` -- ``a @ b`` for square matrices of each size, as :class:`MatmulPoint`
   records (time and achieved FLOP/s), and :func:`plot_sweep` to draw them;
 * :func:`peak_flop_per_s` -- a vendor's published peak for known GPUs, else None;
-* :class:`WorkQueue` -- a CPU stand-in for a GPU stream, to see asynchronous work without a GPU;
-* :func:`describe_machine` -- cores, CPU model, PyTorch version and device, for printed figures;
-* :func:`quiet_profiler_markers` -- drops the two log lines ``torch.profiler`` writes to stderr.
+* :class:`WorkQueue` -- a CPU stand-in for a GPU stream, to see asynchronous work without a GPU.
+
+What a figure was measured on, and a quiet profiler, are in :mod:`course_utils.lab.report`.
 
 The lesson's exercises (a timer, a crossover finder) are the learner's to write; nothing here
 computes a crossover.
@@ -21,23 +21,19 @@ computes a crossover.
 from __future__ import annotations
 
 import math
-import os
-import platform
 import re
 import statistics
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 from torch.utils import benchmark as torch_benchmark
 
 from .args import is_whole, positive_int, seconds
-from .devices import checked_device, get_device, synchronize
+from .backends import backend_for
+from .devices import resolve, synchronize
 
 __all__ = [
     "MatmulPoint",
@@ -45,21 +41,15 @@ __all__ = [
     "Timing",
     "WorkQueue",
     "benchmark",
-    "describe_machine",
     "matmul_flop",
     "matmul_sweep",
     "peak_flop_per_s",
     "plot_sweep",
-    "quiet_profiler_markers",
     "synchronized_clock",
 ]
 
 
 # ------------------------------------------------------------------ checks of arguments
-
-def _device(device, function: str) -> torch.device:
-    return get_device() if device is None else checked_device(device, f"{function}(device=...)")
-
 
 def _threads(threads, function: str) -> int:
     """None -> the threads PyTorch uses now; otherwise a positive whole number."""
@@ -144,12 +134,13 @@ class Timing:
 
 
 def synchronized_clock(device=None) -> Callable[[], float]:
-    """A clock for ``Timer(timer=...)``: waits for ``device``'s queued work, then reads the time.
+    """A clock for ``Timer(timer=...)``: waits for ``device``'s queued work (default
+    :func:`get_device`), then reads the time.
 
     torch.utils.benchmark's default clock synchronises only the current accelerator (older
     PyTorch: only CUDA); this one synchronises the device that the timed work runs on.
     """
-    device = _device(device, "synchronized_clock")
+    device = resolve(device, "synchronized_clock")
 
     def clock() -> float:
         synchronize(device)
@@ -222,7 +213,7 @@ def benchmark(fn: Callable[[], object], device=None, *, label: str = "",
     if not callable(fn):
         raise TypeError(f"benchmark: fn must be a callable taking no arguments, got "
                         f"{type(fn).__name__}.")
-    return _measure("fn()", {"fn": fn}, _device(device, "benchmark"), label,
+    return _measure("fn()", {"fn": fn}, resolve(device, "benchmark"), label,
                     _threads(threads, "benchmark"),
                     seconds(min_run_time, "min_run_time", "benchmark"))
 
@@ -266,12 +257,13 @@ class MatmulPoint:
 
 def matmul_sweep(sizes: Sequence[int], device=None, *, dtype: torch.dtype = torch.float32,
                  threads: int | None = None, min_run_time: float = 0.05) -> list[MatmulPoint]:
-    """Time ``a @ b`` for square matrices of each size on ``device``; one record per size.
+    """Time ``a @ b`` for square matrices of each size on ``device`` (default
+    :func:`get_device`); one record per size.
 
     Each size is timed like :func:`benchmark` (warm-up, synchronised clock, median of at
     least ``min_run_time`` seconds of runs). The matrices are drawn from a seeded generator.
     """
-    device = _device(device, "matmul_sweep")
+    device = resolve(device, "matmul_sweep")
     threads = _threads(threads, "matmul_sweep")
     min_run_time = seconds(min_run_time, "min_run_time", "matmul_sweep")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -321,14 +313,16 @@ _FP32_PEAKS = (
 
 
 def peak_flop_per_s(device=None, dtype: torch.dtype = torch.float32) -> PeakFigure | None:
-    """The published float32 peak of a known CUDA GPU, or None when it is not known here.
+    """The published float32 peak of a known NVIDIA GPU ``device`` (default :func:`get_device`),
+    or None when it is not known here.
 
     None for the CPU, MPS, other dtypes and GPUs not in the table: say so rather than guess.
+    The GPU is recognised by the name its backend gives it (:mod:`course_utils.lab.backends`).
     """
-    device = _device(device, "peak_flop_per_s")
-    if device.type != "cuda" or dtype != torch.float32:
+    device = resolve(device, "peak_flop_per_s")
+    if dtype != torch.float32:
         return None
-    name = torch.cuda.get_device_name(device)
+    name = backend_for(device).display_name(device)
     for pattern, peak, source in _FP32_PEAKS:
         if re.search(pattern, name):
             return PeakFigure(peak, f"{source}: dense FP32, without tensor cores")
@@ -408,69 +402,3 @@ class WorkQueue:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-# ------------------------------------------------------------------ the machine
-
-def _cpu_model() -> str:
-    """'AMD EPYC 7B13' from /proc/cpuinfo on Linux; platform's answer elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    if device.type == "mps":
-        return "Apple GPU (MPS)"
-    if device.type == "meta":
-        return "PyTorch's meta device: shapes only, no data"
-    return "the CPU"
-
-
-def describe_machine(device=None) -> str:
-    """One line naming what a figure was measured on: cores, CPU, threads, PyTorch, device."""
-    device = _device(device, "describe_machine")
-    return (f"{os.cpu_count()} CPU cores ({_cpu_model()}), {torch.get_num_threads()} PyTorch "
-            f"threads, PyTorch {torch.__version__}, device {device} ({_device_name(device)})")
-
-
-# ------------------------------------------------------------------ the profiler's log lines
-
-# Kineto, the profiler's library, writes one line to stderr as a recording starts and one as it
-# stops ("USDT:<date> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start"), from C++
-# and whatever KINETO_LOG_LEVEL says. A notebook shows them in red, as if something failed.
-_PROFILER_MARKER = re.compile(r"^USDT:.*\] profiler_(start|stop)\s*$")
-
-
-@contextmanager
-def quiet_profiler_markers() -> Iterator[None]:
-    """Run a ``torch.profiler`` block without its two start/stop log lines on stderr.
-
-    Everything else the block writes to the stderr file descriptor (a warning, an error from
-    C++) is written again to ``sys.stderr`` when the block ends.
-    """
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode(errors="replace")
-            kept = [line for line in text.splitlines(keepends=True)
-                    if not _PROFILER_MARKER.match(line)]
-            if kept:
-                sys.stderr.write("".join(kept))
-                sys.stderr.flush()
-

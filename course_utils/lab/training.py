@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .args import positive_int
-from .devices import checked_device, get_device, synchronize
+from .devices import resolve, synchronize
 
 __all__ = ["History", "evaluate", "fit", "progress_enabled"]
 
@@ -86,11 +86,6 @@ def progress_enabled(progress: bool | None = None) -> bool:
 
 
 # ------------------------------------------------------------------ checks of arguments
-
-def _resolve_device(device, function: str) -> torch.device:
-    """``None`` -> :func:`get_device`; anything else is checked and used as given."""
-    return get_device() if device is None else checked_device(device, f"{function}(device=...)")
-
 
 def _check_model(model) -> None:
     if not isinstance(model, torch.nn.Module):
@@ -161,7 +156,7 @@ def evaluate(model: torch.nn.Module, loader: Iterable, device=None) -> float:
     """
     _check_model(model)
     _check_loader(loader, "loader")
-    device = _resolve_device(device, "evaluate")
+    device = resolve(device, "evaluate")
     model.to(device)
     _, accuracy = _run_eval(model, loader, device)
     if math.isnan(accuracy):
@@ -191,7 +186,7 @@ def fit(model: torch.nn.Module, train_loader: Iterable, loss_fn: Callable, optim
                         f"{type(loss_fn).__name__}.")
     positive_int(epochs, "epochs", "fit")
     show = progress_enabled(progress)
-    device = _resolve_device(device, "fit")
+    device = resolve(device, "fit")
 
     model.to(device)  # once, before the loop
     _check_optimizer(optimizer, model)

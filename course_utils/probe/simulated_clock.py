@@ -10,11 +10,12 @@ class SimulatedClock:
     forms, ``timeit.default_timer`` and a ``timeit.Timer`` built on any of them (as
     ``timeit.repeat`` builds one) read :attr:`now` in the probe's thread (other threads get
     the real time), and ``torch.cuda.Event``/``torch.Event`` record when the device reaches
-    them; ``torch.cuda.synchronize``, ``torch.mps.synchronize`` and
-    ``torch.accelerator.synchronize`` first answer as the active :class:`SimulatedMachine`
-    would (raising where it raises), then wait for that device's queued work. The probe
-    spends time with :meth:`cpu` (the CPU works before returning) and :meth:`launch` (work
-    queued on a device, 'cuda:0' or 'mps', that runs after what is queued there already).
+    them; ``torch.cuda.synchronize``, ``torch.mps.synchronize``, ``torch.xpu.synchronize``
+    and ``torch.accelerator.synchronize`` first answer as the active
+    :class:`SimulatedMachine` would (raising where it raises), then wait for that device's
+    queued work. The probe spends time with :meth:`cpu` (the CPU works before returning) and
+    :meth:`launch` (work queued on a device, 'cuda:0', 'xpu:0' or 'mps', that runs after what
+    is queued there already).
     ``log`` (shareable) gets ``{"event": "clock", "pending": [devices still busy]}`` per
     reading and ``{"event": "sync", "api": ..., "device": ...}`` per synchronisation
     (device None when the call raised); past ``limit`` entries a :class:`StopProbe` ends
@@ -70,9 +71,19 @@ class SimulatedClock:
                 None if device is None else torch.device(device).index)
             return f"cuda:{torch.cuda.current_device() if index is None else index}"
 
+        def indexed(kind):
+            def which(device=None):  # 'xpu:0': the device named, else the current one
+                index = device if isinstance(device, int) else (
+                    None if device is None else torch.device(device).index)
+                current = torch.accelerator.current_device_index() if index is None else index
+                return f"{kind}:{current}"
+            return which
+
         def accelerator(device=None):
             kind = torch.accelerator.current_accelerator().type
-            return cuda(device) if kind == "cuda" else kind
+            if kind == "mps":  # one device, which its queue is named after
+                return kind
+            return cuda(device) if kind == "cuda" else indexed(kind)(device)
 
         def sync(owner, api, which):
             original = owner.synchronize
@@ -103,6 +114,7 @@ class SimulatedClock:
             (torch, "Event", self._event_class(accelerator)),
             sync(torch.cuda, "torch.cuda.synchronize", cuda),
             sync(torch.mps, "torch.mps.synchronize", lambda: "mps"),
+            sync(torch.xpu, "torch.xpu.synchronize", indexed("xpu")),
             sync(torch.accelerator, "torch.accelerator.synchronize", accelerator)]).__enter__()
         self._rebind_learner(simulated)
         return self

@@ -1,20 +1,41 @@
 """Make torch's device queries answer as another machine would."""
+from typing import ClassVar
+
 from .facts import NotSimulated
 from .instruments import patched
+
+
+def _properties(module):
+    """What ``<module>.get_device_properties()`` returns: the spec's fields, and NotSimulated
+    for any other."""
+    import types
+
+    class Properties(types.SimpleNamespace):
+        def __getattr__(self, name):
+            raise NotSimulated(f"{module}.get_device_properties(...).{name}")
+    return Properties
 
 
 class SimulatedMachine:
     """Make torch's device queries answer as the machine ``spec`` would, while active.
 
-    ``spec``: ``{"name": ..., "gpus": [{"name", "total_memory", "major", "minor",
-    "multi_processor_count"}, ...], "mps": bool, "cuda_version": "12.8" or None}``.
-    Every public query of ``torch.cuda``, ``torch.backends.mps``, ``torch.mps`` and
-    ``torch.accelerator`` answers consistently with it. Any other public function of those
-    modules raises :class:`NotSimulated` naming it, so verify() can say which call the
+    ``spec``: ``{"name": ..., "accelerators": {"cuda": [{"name", "total_memory", "major",
+    "minor", "multi_processor_count"}, ...], "mps": 1, "xpu": [{"name", "total_memory",
+    "has_bfloat16_conversions"}, ...]}, "cuda_version": "12.8" or None}``
+    (``checks/machines.py`` builds them; a type left out is absent). Every public query of the
+    modules in ``MODULES`` and of ``torch.accelerator`` answers consistently with it, on every
+    machine: one without an XPU says so through ``torch.xpu``. Any other public function of
+    those modules raises :class:`NotSimulated` naming it, so verify() can say which call the
     check does not simulate instead of a confusing error from the real machine.
     """
 
-    MODULES = ("torch.cuda", "torch.backends.mps", "torch.mps", "torch.accelerator")
+    # Device type -> the torch modules that answer for it. The first type present, in this
+    # order, is the machine's accelerator (torch.accelerator's one current accelerator).
+    MODULES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "cuda": ("torch.cuda",), "mps": ("torch.backends.mps", "torch.mps"), "xpu": ("torch.xpu",)}
+    # What torch raises when a device of the type is asked for on a machine without one.
+    MISSING: ClassVar[dict[str, str]] = {"cuda": "No CUDA GPUs are available",
+                                         "xpu": "No XPU devices are available"}
 
     def __init__(self, spec, log=None):
         self.spec = spec
@@ -22,7 +43,11 @@ class SimulatedMachine:
         # shared with Spy objects to see them interleaved with other events.
         self.queries = [] if log is None else log
         self._patch = None
-        self._current = 0  # torch.cuda.current_device()
+        self._current = 0  # the current device's index (torch.cuda.current_device())
+        present = spec["accelerators"]
+        self.units = {kind: ([{"name": "Apple GPU"}] * int(present.get(kind, 0)) if kind == "mps"
+                             else list(present.get(kind, []))) for kind in self.MODULES}
+        self.accelerator = next((kind for kind in self.MODULES if self.units[kind]), None)
 
     def _index_of(self, device=None) -> int:
         import torch
@@ -31,31 +56,34 @@ class SimulatedMachine:
             return self._current
         if isinstance(device, int):
             return device
-        index = torch.device(device).index  # torch.device("cuda"): the current GPU
+        index = torch.device(device).index  # torch.device("cuda"): the current device
         return self._current if index is None else index
 
-    def _gpu(self, device=None) -> dict:
-        """The spec of the GPU ``device`` names (the current one by default), as CUDA refuses."""
-        index, gpus = self._index_of(device), self.spec["gpus"]
-        if not gpus:
-            raise RuntimeError("No CUDA GPUs are available")
-        if not 0 <= index < len(gpus):
+    def _unit(self, kind, device=None) -> dict:
+        """The spec of the ``kind`` device ``device`` names (the current one by default)."""
+        index, units = self._index_of(device), self.units[kind]
+        if not units:
+            raise RuntimeError(self.MISSING[kind])
+        if not 0 <= index < len(units):
             raise RuntimeError("Invalid device id")  # what CUDA says for cuda:N, N too big
-        return gpus[index]
+        return units[index]
 
-    def _cuda_synchronize(self, device=None):
-        import torch
+    def _synchronize(self, kind):
+        """``torch.<kind>.synchronize``: refuses as torch does, a device of another type too."""
+        def synchronize(device=None):
+            import torch
 
-        if not self.spec["gpus"]:
-            self._gpu()  # raises first, as torch's lazy initialisation does
-        if isinstance(device, (str, torch.device)) and torch.device(device).type != "cuda":
-            raise ValueError(f"Expected a cuda device, but got: {device}")  # torch's words
-        self._gpu(device)
+            if not self.units[kind]:
+                self._unit(kind)  # raises first, as torch's lazy initialisation does
+            if isinstance(device, (str, torch.device)) and torch.device(device).type != kind:
+                raise ValueError(f"Expected a {kind} device, but got: {device}")  # torch's words
+            self._unit(kind, device)
+        return synchronize
 
     def _accelerator_synchronize(self, device=None):
         import torch
 
-        accelerator = "cuda" if self.spec["gpus"] else ("mps" if self.spec["mps"] else None)
+        accelerator = self.accelerator
         if accelerator is None:
             raise RuntimeError("Cannot access accelerator device when none is available.")
         kind = torch.device(device).type if isinstance(device, (str, torch.device)) \
@@ -63,67 +91,72 @@ class SimulatedMachine:
         if kind != accelerator:  # torch's words for a device of another type
             raise ValueError(f"{kind} doesn't match the current accelerator "
                              f"{torch.device(accelerator)}.")
-        if accelerator == "cuda":
-            self._gpu(device)
+        if accelerator in self.MISSING:  # an indexed type: the index must exist
+            self._unit(accelerator, device)
 
-    def _answers(self):
-        import types
-
-        import torch
-
-        gpus, mps = self.spec["gpus"], bool(self.spec["mps"])
-        self._current = 0  # each simulation starts on GPU 0
-        accelerator = "cuda" if gpus else ("mps" if mps else None)
-        gpu = self._gpu
-
-        class Properties(types.SimpleNamespace):
-            def __getattr__(self, name):
-                raise NotSimulated(f"torch.cuda.get_device_properties(...).{name}")
+    def _indexed(self, kind, properties):
+        """The queries every indexed device type answers alike (CUDA, XPU)."""
+        units, unit = self.units[kind], (lambda device=None: self._unit(kind, device))
 
         def set_device(device):
             self._current = self._index_of(device)
-            gpu()
-
-        def current_accelerator(check_available=False):
-            return torch.device(accelerator) if accelerator else None
+            unit()
 
         def memory_info(device=None):
-            total = gpu(device)["total_memory"]
+            total = unit(device)["total_memory"]
             return (int(total * 0.95), total)
 
-        zero = lambda device=None: 0
-        nothing = lambda *args, **kwargs: None
+        zero, nothing = (lambda device=None: 0), (lambda *args, **kwargs: None)
+        return {
+            "is_available": lambda: bool(units), "device_count": lambda: len(units),
+            "current_device": lambda: (unit(), self._current)[1], "set_device": set_device,
+            "get_device_name": lambda device=None: unit(device)["name"],
+            "get_device_properties": lambda device=None: properties(**unit(device)),
+            "is_initialized": lambda: False, "init": nothing,
+            "synchronize": self._synchronize(kind), "mem_get_info": memory_info,
+            "memory_allocated": zero, "memory_reserved": zero,
+            "max_memory_allocated": zero, "max_memory_reserved": zero,
+            "reset_peak_memory_stats": nothing, "empty_cache": nothing,
+        }
 
-        def requires(present, message):
-            # Real torch raises RuntimeError when the device is missing (e.g. synchronize()).
-            def answer(*args, **kwargs):
-                if not present:
-                    raise RuntimeError(message)
-            return answer
+    def _answers(self):
+        """Module name -> {function name: answer}: each device type's modules, derived from
+        the spec's ``accelerators``, and ``torch.accelerator``."""
+        self._current = 0  # each simulation starts on device 0
+        answers = {"torch.accelerator": self._accelerator_answers(self.accelerator)}
+        for kind in self.MODULES:
+            answers.update(getattr(self, f"_{kind}_answers")())
+        return answers
+
+    def _cuda_answers(self):
+        gpus, cuda = self.units["cuda"], self._indexed("cuda", _properties("torch.cuda"))
+        gpu = lambda device=None: self._unit("cuda", device)
+        cuda.update({
+            "get_device_capability": lambda device=None: (gpu(device)["major"],
+                                                          gpu(device)["minor"]),
+            # Like torch's: native bfloat16 from compute capability 8.0; by default emulated
+            # bfloat16 counts too, so a T4 (7.5) answers True.
+            "is_bf16_supported": lambda including_emulation=True: (
+                bool(gpus) and (gpu()["major"] >= 8 or bool(including_emulation))),
+            "get_arch_list": lambda: ["sm_80", "sm_90", "sm_100", "sm_120"] if gpus else [],
+        })
+        return {"torch.cuda": cuda}
+
+    def _xpu_answers(self):
+        xpus, xpu = self.units["xpu"], self._indexed("xpu", _properties("torch.xpu"))
+        # Like torch's: emulated bfloat16 counts unless including_emulation=False.
+        xpu["is_bf16_supported"] = lambda including_emulation=True: bool(xpus) and (
+            bool(including_emulation) or self._unit("xpu")["has_bfloat16_conversions"])
+        return {"torch.xpu": xpu}
+
+    def _mps_answers(self):
+        mps = bool(self.units["mps"])
+
+        def synchronize(*args, **kwargs):
+            if not mps:  # torch's words
+                raise RuntimeError("Cannot execute deviceSynchronize() without MPS backend.")
 
         return {
-            "torch.cuda": {
-                "is_available": lambda: bool(gpus),
-                "device_count": lambda: len(gpus),
-                "current_device": lambda: (gpu(), self._current)[1],
-                "set_device": set_device,
-                "get_device_name": lambda device=None: gpu(device)["name"],
-                "get_device_properties": lambda device=None: Properties(**gpu(device)),
-                "get_device_capability": lambda device=None: (gpu(device)["major"],
-                                                              gpu(device)["minor"]),
-                # Like torch's: native bfloat16 from compute capability 8.0; by default
-                # emulated bfloat16 counts too, so a T4 (7.5) answers True.
-                "is_bf16_supported": lambda including_emulation=True: (
-                    bool(gpus) and (gpu()["major"] >= 8 or bool(including_emulation))),
-                "is_initialized": lambda: False,
-                "init": nothing,
-                "synchronize": self._cuda_synchronize,
-                "mem_get_info": memory_info,
-                "memory_allocated": zero, "memory_reserved": zero,
-                "max_memory_allocated": zero, "max_memory_reserved": zero,
-                "reset_peak_memory_stats": nothing, "empty_cache": nothing,
-                "get_arch_list": lambda: ["sm_80", "sm_90", "sm_100", "sm_120"] if gpus else [],
-            },
             "torch.backends.mps": {
                 "is_available": lambda: mps,
                 "is_built": lambda: mps,
@@ -134,21 +167,43 @@ class SimulatedMachine:
             "torch.mps": {
                 "is_available": lambda: mps,
                 "device_count": lambda: int(mps),
-                "synchronize": requires(mps, "Cannot execute deviceSynchronize() without "
-                                        "MPS backend."),
-                "empty_cache": nothing,
+                "synchronize": synchronize,
+                "empty_cache": lambda: None,
                 "current_allocated_memory": lambda: 0,
             },
-            "torch.accelerator": {
-                "is_available": lambda: accelerator is not None,
-                "current_accelerator": current_accelerator,
-                "device_count": lambda: len(gpus) if gpus else int(mps),
-                "current_device_index": lambda: self._current if accelerator else -1,
-                "current_device_idx": lambda: self._current if accelerator else -1,
-                "set_device_index": set_device, "set_device_idx": set_device,
-                "synchronize": self._accelerator_synchronize,
-                "empty_cache": nothing,
-            },
+        }
+
+    def _accelerator_answers(self, accelerator):
+        import torch
+
+        units = self.units[accelerator] if accelerator else []
+        present = accelerator is not None
+        zero, nothing = (lambda device=None: 0), (lambda *args, **kwargs: None)
+
+        def set_device(device):
+            self._current = self._index_of(device)
+            if accelerator in self.MISSING:
+                self._unit(accelerator)
+
+        def memory_info(device=None):
+            if not present:
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            unit = self._unit(accelerator, device) if accelerator in self.MISSING else {}
+            total = unit.get("total_memory", 0)  # MPS: unified memory, not reported here
+            return (int(total * 0.95), total)
+
+        return {
+            "is_available": lambda: present,
+            "current_accelerator": lambda check_available=False: (
+                torch.device(accelerator) if present else None),
+            "device_count": lambda: len(units),
+            "current_device_index": lambda: self._current if present else -1,
+            "current_device_idx": lambda: self._current if present else -1,
+            "set_device_index": set_device, "set_device_idx": set_device,
+            "synchronize": self._accelerator_synchronize,
+            "empty_cache": nothing, "reset_peak_memory_stats": nothing,
+            "memory_allocated": zero, "memory_reserved": zero, "max_memory_allocated": zero,
+            "get_memory_info": memory_info,
         }
 
     def __enter__(self):
@@ -180,7 +235,7 @@ class SimulatedMachine:
         previous = self._current
         if index >= 0:
             self._current = index
-            self._gpu()
+            self._unit("cuda")
         return previous
 
     def _answer(self, qualified_name, answer):

@@ -14,10 +14,10 @@ KEYS = ("index", "name", "memory_gib", "capability", "sm_count")
 def make_inputs(seed: int, hidden: bool) -> dict:
     if not hidden:
         return {"machines": [machines.machine("a server with an H100 and an A100",
-                                              ["H100", "A100"]), machines.CPU]}
+                                              {"cuda": ["H100", "A100"]}), machines.CPU]}
     rng = random.Random(seed)
     chosen = [rng.sample(sorted(machines.GPUS), k) for k in (1, 3)]
-    return {"machines": [machines.machine(f"a machine with {', '.join(gpus)}", gpus)
+    return {"machines": [machines.machine(f"a machine with {', '.join(gpus)}", {"cuda": gpus})
                          for gpus in chosen] + [machines.CPU]}
 
 
@@ -49,7 +49,7 @@ def _expected(index: int, gpu: dict) -> dict:
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_gpu_inventory(inputs, observations, hidden):
     for spec, result in zip(inputs["machines"], observations, strict=True):
-        gpus = spec["gpus"]
+        gpus = machines.gpus(spec)
         where = f"On {spec['name']} (simulated)"
         expect_no_error(result["error"], "gpu_inventory()", where=where, hints={
             "Exception": None if gpus else

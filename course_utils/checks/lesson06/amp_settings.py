@@ -7,12 +7,12 @@ from ...probe import SimulatedMachine, run_learner, type_name
 from .. import machines
 from ..framework import check, expect_no_error, fail
 
-T4 = machines.machine("a cloud VM with one Tesla T4", ["T4"])
+T4 = machines.machine("a cloud VM with one Tesla T4", {"cuda": ["T4"]})
 # Mixed servers: the device asked about is cuda:1, made the current GPU (as get_device() does).
 T4_THEN_A100 = machines.machine("a server with a Tesla T4 as cuda:0 and an A100 as cuda:1",
-                                ["T4", "A100"])
+                                {"cuda": ["T4", "A100"]})
 A100_THEN_T4 = machines.machine("a server with an A100 as cuda:0 and a Tesla T4 as cuda:1",
-                                ["A100", "T4"])
+                                {"cuda": ["A100", "T4"]})
 # The CPU of a GPU machine: precision follows `device`, not what the machine has.
 VISIBLE = [(machines.CUDA, "cuda"), (T4, "cuda"), (machines.CPU, "cpu"), (T4, "cpu"),
            (T4_THEN_A100, "cuda:1")]
@@ -24,7 +24,8 @@ def make_inputs(seed: int, hidden: bool) -> dict:
     if hidden:
         rng = random.Random(seed)
         gpu = rng.choice(NEWER_GPUS)
-        chosen = [(machines.machine(f"a machine with one {gpu}", [gpu]), "cuda"), (T4, "cuda"),
+        newer = machines.machine(f"a machine with one {gpu}", {"cuda": [gpu]})
+        chosen = [(newer, "cuda"), (T4, "cuda"),
                   (machines.MPS, "mps"), (machines.CPU, "cpu"), (machines.CUDA_AND_MPS, "mps"),
                   (rng.choice([T4, machines.CUDA]), "cpu"), (A100_THEN_T4, "cuda:1")]
         rng.shuffle(chosen)
@@ -63,7 +64,7 @@ def probe(amp_settings, inputs):
 def _gpu(case: dict) -> dict | None:
     """The GPU ``case["device"]`` names, or None for the CPU and MPS."""
     kind, _, index = case["device"].partition(":")
-    return case["machine"]["gpus"][int(index or 0)] if kind == "cuda" else None
+    return machines.gpus(case["machine"])[int(index or 0)] if kind == "cuda" else None
 
 
 def _expected(case: dict) -> str:
@@ -90,10 +91,10 @@ def _expect_dtype(case: dict, seen: dict, where: str, others: list) -> None:
     mps_float16 = device == "mps" and seen["dtype"] == "torch.float16"  # macOS < 14: right
     if seen["dtype"] == expected or mps_float16:
         return
-    gpus = case["machine"]["gpus"]
+    gpus = machines.gpus(case["machine"])
     if gpu is None and gpus:  # the CPU or MPS of a machine that has a GPU
         alone = [o["dtype"] for c, o in others if c["device"] == device and not
-                 c["machine"]["gpus"]]
+                 machines.gpus(c["machine"])]
         fail(f"{where} chose {seen['dtype'].removeprefix('torch.')} for {device!r}" + (
                  f" here, and bfloat16 for {device!r} on a machine without a GPU: it followed "
                  "the machine, not `device`." if "torch.bfloat16" in alone else

@@ -128,7 +128,7 @@ def _name(drawn: dict) -> str:
     if drawn["init_scale"] == OVERFLOW_SCALE:
         return "float16 whose scaled gradients overflow (the step must be skipped)"
     machine = drawn["machine"]
-    where = f" ({machine['name']}, the batch on its CPU)" if machine["gpus"] else ""
+    where = f" ({machine['name']}, the batch on its CPU)" if machines.gpus(machine) else ""
     return (f"{drawn['dtype']} with {'an enabled' if drawn['scaler'] else 'a disabled'} "
             f"GradScaler{where}")
 

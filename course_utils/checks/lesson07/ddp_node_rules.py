@@ -13,7 +13,7 @@ CUDA_BUILD_WITHOUT_GPU = {**machines.CPU, "name": "a machine without a GPU, with
 def expect_right_gpu_node(simulated, node: dict, where: str) -> None:
     """As one rank of a simulated two-GPU node: nccl, cuda:LOCAL_RANK made current,
     device_ids=[LOCAL_RANK], and a DistributedSampler for the global rank."""
-    local, gpus = node["local_rank"], len(machines.TWO_GPUS["gpus"])
+    local, gpus = node["local_rank"], len(machines.gpus(machines.TWO_GPUS))
     asked = [int(d.split(":")[-1]) for d in simulated.set_device if d.split(":")[-1].isdigit()]
     if any(index >= gpus for index in asked) or (
             node["rank"] != local and simulated.model_device == f"cuda:{node['rank']}"):

@@ -48,12 +48,13 @@ def simulate_rank(script: str | Path, machine: dict, *, rank: int, local_rank: i
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, DistributedSampler
 
+    gpus = machine["accelerators"].get("cuda", [])  # the node's CUDA GPUs
     seen = {"init": False, "backend": None, "set_device": [], "device": None, "ids": None,
             "ddp": False, "current": None, "device_id": None, "samplers": []}
     folder = Path(tempfile.mkdtemp(prefix="course-ddp-sim-"))
     (folder / "config.json").write_text((config or RunConfig.example()).to_json())
     env = {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world_size),
-           "LOCAL_WORLD_SIZE": str(len(machine["gpus"]) or 1), "MASTER_ADDR": "localhost",
+           "LOCAL_WORLD_SIZE": str(len(gpus) or 1), "MASTER_ADDR": "localhost",
            "MASTER_PORT": "29500", CONFIG_ENV: str(folder / "config.json")}
     built: list[torch.nn.Module] = []  # the course models the script built
     build_model = RunConfig.build_model
@@ -81,7 +82,7 @@ def simulate_rank(script: str | Path, machine: dict, *, rank: int, local_rank: i
     def wrap(module, inner, device_ids=None, *args, **kwargs):
         torch.nn.Module.__init__(module)
         module.module = inner  # enough for .parameters() and .module
-        current = torch.cuda.current_device() if machine["gpus"] else None
+        current = torch.cuda.current_device() if gpus else None
         seen.update(ddp=True, ids=device_indices(device_ids), current=current)
 
     def sampler(self, *args, **kwargs):
