@@ -28,11 +28,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("00_setup", "check_pick_device", "course_utils.lab.devices.get_device"):
         "get_device() is the course's one device choice, used by every lesson's first cell; "
         "lesson 00 has the learner write its core (CUDA, else MPS, else the CPU) on purpose",
-    ("02_training_loop", "evaluate"):
-        "lesson 02 shows training.evaluate after its exercise so that the rest of the notebook "
-        "runs before the exercises are done (cell fit_md); not yet moved out of lab/",
-    ("02_training_loop", "check_evaluate_accuracy", "course_utils.lab.training.evaluate"):
-        "the same training.evaluate as above",
     ("06_mixed_precision", "amp_step"):
         "precision.amp_step takes an AmpPolicy, not the exercise's dtype and max_norm, and its "
         "check fails it; lesson 06 uses it after its exercise; not yet renamed",
