@@ -9,7 +9,10 @@ reused.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from contextlib import ExitStack, nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -17,8 +20,11 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from course_utils import checks, distributed
+from course_utils import checks
+from course_utils.checks import distributed as check_ddp
+from course_utils.checks.distributed import patient
 from course_utils.checks.lesson07 import ddp_script as ddp_check
+from course_utils.lab.distributed import RankReport, epoch_coverage
 
 from .conftest import ROOT
 from .probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
@@ -304,22 +310,29 @@ class Launches:
     """launch_patiently(), memoised on the script's text and the run's settings."""
 
     def __init__(self):
-        self.real, self.runs, self.aliases = distributed.launch_patiently, {}, {}
+        self.real, self.runs, self.aliases = patient.launch_patiently, {}, {}
 
     def __call__(self, script, nproc=2, **settings):
         text = Path(script).read_text()
         text = self.aliases.get(text, text)
         key = (text, nproc, json.dumps(settings, default=repr, sort_keys=True))
         if key not in self.runs:
-            self.runs[key] = self.real(script, nproc, **settings)
-        return self.runs[key]
+            run = self.real(script, nproc, **settings)
+            kept = tempfile.mkdtemp(prefix="memo-")
+            shutil.copytree(run.folder, kept, dirs_exist_ok=True)
+            self.runs[key] = replace(run, folder=kept)
+        # A fresh copy of the run's files each time: the trial reads the checkpoint, then
+        # removes the folder.
+        fresh = tempfile.mkdtemp(prefix="memo-")
+        shutil.copytree(self.runs[key].folder, fresh, dirs_exist_ok=True)
+        return replace(self.runs[key], folder=fresh)
 
 
 @pytest.fixture(scope="module")
 def launches():
     memo = Launches()
     patch = pytest.MonkeyPatch()
-    patch.setattr(distributed, "launch_patiently", memo)  # the probe imports it from there
+    patch.setattr(patient, "launch_patiently", memo)  # the trial looks it up there
     yield memo
     patch.undo()
 
@@ -466,8 +479,8 @@ def simulated_nodes(path, node_rules, node=None):
     """The script as one rank of the check's simulated GPU node and of its CPU machine."""
     from course_utils.checks import machines
     node = node or {"rank": 3, "local_rank": 1, "world_size": 4}
-    return (distributed.simulate_rank(path, machines.TWO_GPUS, **node),
-            distributed.simulate_rank(path, node_rules.CUDA_BUILD_WITHOUT_GPU, **node), node)
+    return (check_ddp.simulate_rank(path, machines.TWO_GPUS, **node),
+            check_ddp.simulate_rank(path, node_rules.CUDA_BUILD_WITHOUT_GPU, **node), node)
 
 
 @pytest.mark.parametrize("name", list(WRONG_SET_UPS))
@@ -552,7 +565,7 @@ def test_checks_import_without_torch():
 # ------------------------------------------------ a repeated epoch order: which cause, from the
 # ranks' reports (made by hand: no torchrun)
 
-def report_of(rank: int, passes: list, set_epochs: dict) -> distributed.RankReport:
+def report_of(rank: int, passes: list, set_epochs: dict) -> RankReport:
     """A rank that drew ``passes`` (batches per epoch); ``set_epochs`` maps a pass to the
     set_epoch values called just before it (key len(passes): after the last)."""
     events = []
@@ -560,7 +573,7 @@ def report_of(rank: int, passes: list, set_epochs: dict) -> distributed.RankRepo
         events += [{"event": "set_epoch", "epoch": v} for v in set_epochs.get(index, [])]
         if index < len(passes):
             events += [{"event": "loader"}] + [{"event": "batch", "indices": b} for b in batches]
-    return distributed.RankReport(rank, rank, 2, None, 0, events, "", None, None, 0, 0, False)
+    return RankReport(rank, rank, 2, None, 0, events, "", None, None, 0, 0, False)
 
 
 SHUFFLED, SORTED = ([[5, 1], [3, 7]], [[0, 4], [2, 6]]), ([[1, 3], [5, 7]], [[0, 2], [4, 6]])
@@ -581,7 +594,7 @@ def test_a_repeated_order_names_what_the_reports_show(draws, set_epochs, cause):
     rule = {name: rule for name, _, rule in CASES}["a new order every epoch (sampler.set_epoch)"]
     ranks = [report_of(rank, [draws[rank]] * 3, set_epochs) for rank in (0, 1)]
     with pytest.raises(checks.CheckFailure) as raised:
-        rule(ranks, None, distributed.epoch_coverage(ranks))
+        rule(ranks, None, epoch_coverage(ranks))
     message = str(raised.value)
     assert message.startswith("Epoch 1 drew the samples in the same order as epoch 0: ")
     assert cause in message.split("How to fix it")[0]
@@ -593,8 +606,8 @@ def test_a_checkpoint_is_read_without_trusting_it(tmp_path):
     """rank 0's checkpoint is the evidence a grader reads itself: a state_dict (or the whole
     course model) gives the weights; a link is not followed; a pickle that would run code is
     not unpickled."""
+    from course_utils.checks.distributed.evidence import read_checkpoint
     from course_utils.lab.distributed import RunConfig
-    from course_utils.lab.distributed.evidence import read_checkpoint
 
     model = RunConfig.example().build_model()
     torch.save(model.state_dict(), tmp_path / "state.pt")

@@ -1,4 +1,5 @@
-"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks).
+"""course_utils.lab.distributed: RunConfig, launch() with real torchrun (gloo, 2 CPU ranks);
+and the check's simulated rank and reference weights (course_utils.checks.distributed).
 
 Each torchrun run costs a few seconds of start-up (three Python processes import torch), so
 the runs are shared by module-scoped fixtures: two launches at once (which must not clash),
@@ -18,16 +19,15 @@ import torch
 
 from course_utils import distributed
 from course_utils.checks import machines
+from course_utils.checks.distributed import simulate_rank
+from course_utils.checks.distributed.reference import global_steps, reference_parameters
 from course_utils.lab.distributed import (
     Launch,
     RankReport,
     RunConfig,
     epoch_coverage,
-    global_steps,
     launch,
     max_difference,
-    reference_parameters,
-    simulate_rank,
 )
 
 SCRIPT = textwrap.dedent('''

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 FORGE = '''
 def forged_report(config, rank, world):
     from torch.utils.data import DistributedSampler
-    from course_utils.lab.distributed import global_steps, reference_parameters
+    from course_utils.checks.distributed.reference import global_steps, reference_parameters
     from course_utils.lab.distributed.records import RankReport
 
     def events_of(r):
@@ -81,7 +81,8 @@ if os.environ.get(REPORTS_ENV):
 # checkpoint, and a simulated GPU rank that did everything right; the script is the stub.
 PATCHED_TRIAL = FORGE + '''
 from dataclasses import asdict
-from course_utils.lab.distributed import RunConfig, trial
+from course_utils.checks.distributed import trial
+from course_utils.lab.distributed import RunConfig
 from course_utils.lab.distributed.records import Launch
 
 def fake_trial(script, inputs, folder=None):
@@ -92,9 +93,9 @@ def fake_trial(script, inputs, folder=None):
     simulated = {"init_called": True, "backend": "nccl", "set_device": [f"cuda:{local}"],
                  "model_device": f"cuda:{local}", "ddp_device_ids": [local],
                  "reached_ddp": True, "error": None}
-    run = Launch(["torchrun"], 0, False, 1.0, "", ranks, "/nonexistent", [0, 1], [],
-                 checkpoint=checkpoint)
-    return {"script": None, "simulated": simulated, "launch": run.to_dict()}
+    run = Launch(["torchrun"], 0, False, 1.0, "", ranks, "/nonexistent", [0, 1], [])
+    return {"script": None, "simulated": simulated, "launch": run.to_dict(),
+            "checkpoint": checkpoint}
 
 trial.run_trial = fake_trial
 '''

@@ -1,4 +1,4 @@
-"""course_utils.lab.pipeline: the slow dataset, stage and epoch timings, GPU-only measurements."""
+"""course_utils.lab.pipeline: the slow dataset, epoch timings, GPU-only measurements."""
 from __future__ import annotations
 
 import time
@@ -65,82 +65,6 @@ def test_slow_dataset_rejects_bad_input(kwargs, error, says):
     arguments = {"features": features, "labels": labels, **kwargs}
     with pytest.raises(error, match=f"SlowDataset.*{says}"):
         pipeline.SlowDataset(**arguments)
-
-
-# ------------------------------------------------------------------ time_stages
-
-def sleeping_loader(batches, seconds):
-    for index in range(batches):
-        time.sleep(seconds)
-        yield torch.full((2,), float(index))
-
-
-def test_time_stages_times_the_loader_and_the_step_apart():
-    steps = []
-
-    def step(batch):
-        steps.append(int(batch[0]))
-        time.sleep(0.06)
-
-    # The step sleeps 30 times as long as the loader: on a busy machine a 2 ms sleep can take
-    # 10 ms, so the gap is wide enough that only timing the wrong stage breaks the test.
-    times = pipeline.time_stages(sleeping_loader(5, 0.002), step, "cpu")
-    assert steps == [0, 1, 2, 3, 4] and times.batches == 5 and len(times.loader_s) == 5
-    assert all(seconds >= 0.06 for seconds in times.model_s)
-    assert all(0.002 <= seconds < 0.06 for seconds in times.loader_s[1:])
-    assert times.bottleneck == "model" and times.waiting_share < 0.5
-    assert times.device == "cpu"
-
-
-def test_time_stages_names_a_slow_loader():
-    times = pipeline.time_stages(sleeping_loader(4, 0.012), lambda batch: None, "cpu")
-    assert times.bottleneck == "loader" and times.waiting_share > 0.9
-    assert "bottleneck: loader" in times.summary() and "4 batches on cpu" in times.summary()
-
-
-def test_time_stages_synchronises_after_each_step(monkeypatch):
-    events = []
-    monkeypatch.setattr(pipeline, "synchronize", lambda device: events.append(("sync", device)))
-    pipeline.time_stages([1, 2], lambda batch: events.append(("step", batch)), "meta")
-    assert events == [("sync", torch.device("meta")), ("step", 1), ("sync", torch.device("meta")),
-                      ("step", 2), ("sync", torch.device("meta"))]
-
-
-def test_time_stages_stops_after_max_batches():
-    served = []
-
-    def loader():
-        for index in range(10):
-            served.append(index)
-            yield index
-
-    times = pipeline.time_stages(loader(), lambda batch: None, "cpu", max_batches=3)
-    assert times.batches == 3 and served == [0, 1, 2]
-
-
-@pytest.mark.parametrize("loader, step, kwargs, error, says", [
-    (torch.zeros(3), print, {}, TypeError, "loader must be an iterable of batches.*got Tensor"),
-    (5, print, {}, TypeError, "got int"),
-    ([1], "step", {}, TypeError, "step must be a function of one batch, got str"),
-    ([], print, {}, ValueError, "the loader yielded no batches"),
-    ([1], print, {"max_batches": 0}, ValueError, "max_batches must be a whole number"),
-    ([1], print, {"device": "gpu"}, ValueError, "'gpu', which is not a device name"),
-])
-def test_time_stages_rejects_bad_input(loader, step, kwargs, error, says):
-    with pytest.raises(error, match=says):
-        pipeline.time_stages(loader, step, **{"device": "cpu", **kwargs})
-
-
-def test_stage_times_leave_the_first_batch_out_of_the_means():
-    times = pipeline.StageTimes(loader_s=[1.0, 0.1, 0.3], model_s=[0.5, 0.2, 0.2])
-    assert times.steady_loader_s == pytest.approx(0.2)
-    assert times.steady_model_s == pytest.approx(0.2)
-    assert times.bottleneck == "model"  # a tie is not the loader's fault
-    assert times.waiting_share == pytest.approx(1.4 / 2.3)
-    single = pipeline.StageTimes(loader_s=[0.3], model_s=[0.1])
-    assert single.steady_loader_s == 0.3 and single.bottleneck == "loader"
-    with pytest.raises(ValueError, match="no batch was timed"):
-        pipeline.StageTimes().bottleneck  # noqa: B018 - the property raises
 
 
 # ------------------------------------------------------------------ time_epochs

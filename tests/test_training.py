@@ -37,7 +37,7 @@ def test_fit_learns_digits_and_records_history():
     assert history.train_loss[-1] < history.train_loss[0]
     assert history.val_accuracy[-1] > 0.85
     assert all(seconds > 0 for seconds in history.seconds)
-    assert history.val_accuracy[-1] == pytest.approx(training.evaluate(model, test_loader, "cpu"))
+    assert history.val_accuracy[-1] == pytest.approx(training._accuracy(model, test_loader, "cpu"))
 
 
 def test_fit_train_loss_is_the_mean_over_examples():
@@ -189,7 +189,7 @@ def test_evaluate_counts_correct_examples_in_eval_mode_without_autograd():
 
     model.register_forward_pre_hook(record)
     model.train()
-    accuracy = training.evaluate(model, data.TensorBatches(features, labels, 2), "cpu")
+    accuracy = training._accuracy(model, data.TensorBatches(features, labels, 2), "cpu")
     assert accuracy == pytest.approx(4 / 5) and isinstance(accuracy, float)
     assert set(seen) == {(False, False)}
 
@@ -198,13 +198,13 @@ def test_evaluate_rejects_bad_input():
     model = torch.nn.Linear(10, 1)
     X, y = data.regression_data(8)
     with pytest.raises(ValueError, match="classification accuracy"):
-        training.evaluate(model, data.TensorBatches(X, y, 4), "cpu")
+        training._accuracy(model, data.TensorBatches(X, y, 4), "cpu")
     with pytest.raises(ValueError, match="yielded no examples"):
-        training.evaluate(model, [], "cpu")
+        training._accuracy(model, [], "cpu")
     with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
-        training.evaluate("model", [], "cpu")
-    with pytest.raises(ValueError, match="evaluate\\(device=...\\) asks for device 'tpu0'"):
-        training.evaluate(model, [], "tpu0")
+        training._accuracy("model", [], "cpu")
+    with pytest.raises(ValueError, match="accuracy\\(device=...\\) asks for device 'tpu0'"):
+        training._accuracy(model, [], "tpu0")
 
 
 # ------------------------------------------------------------------ progress bar

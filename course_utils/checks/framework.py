@@ -123,7 +123,7 @@ class Outside:
     ``probe`` runs in the kernel instead of the check's own probe and returns only what the
     work needs (a script's text); then ``gather(inputs, facts, sandbox)`` does the work on
     the grader's side, running learner code only through ``sandbox`` (the grading sandbox,
-    with the kernel's limits: lab.distributed.trial.Sandbox), and returns the observations
+    with the kernel's limits: checks.distributed.trial.Sandbox), and returns the observations
     that ``verify`` reads, as the check's own probe would have. In a notebook the check's own
     probe runs, in the kernel."""
 

@@ -1,12 +1,13 @@
 """Measuring an input pipeline (lesson 04, "Feeding the GPU").
 
+Timing the loader and the step of each batch apart is lesson 04's first exercise
+(``find_bottleneck``): the learner writes it, so nothing here does it.
+
 * :class:`SlowDataset` -- a map-style dataset whose examples take a set time to load, a stand-in
   for reading files from a slow disk or a network share. It is defined in this module, not in a
   notebook, because DataLoader workers started with ``spawn`` or ``forkserver`` (macOS, Windows,
   Linux from Python 3.14) must *import* the dataset's class: a class defined in a notebook cannot
   be imported by another process.
-* :func:`time_stages` -> :class:`StageTimes` -- for each batch, how long the loop waited for the
-  loader and how long the model step took (synchronised), and which of the two limits the speed.
 * :func:`time_epochs` -> :class:`EpochTimes` -- for each epoch, the wall time and the wait for the
   first batch (where worker start-up shows).
 * :func:`device_busy_seconds` -- from a ``torch.profiler`` run, the time the GPU spent in kernels.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 
 import torch
 from torch.utils.data import Dataset
@@ -27,10 +27,8 @@ from .devices import checked_device, synchronize
 __all__ = [
     "EpochTimes",
     "SlowDataset",
-    "StageTimes",
     "device_busy_seconds",
     "time_epochs",
-    "time_stages",
 ]
 
 
@@ -78,92 +76,6 @@ class SlowDataset(Dataset):
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         time.sleep(self.delay(index))
         return self.features[index], self.labels[index]
-
-
-# ------------------------------------------------------------------ loader or model?
-
-@dataclass
-class StageTimes:
-    """Per batch, the seconds the loop waited for the loader and the seconds the step took.
-
-    The first batch's wait includes starting the loader (and its workers), so the
-    ``steady_*`` means leave it out whenever there are other batches.
-    """
-
-    loader_s: list[float] = field(default_factory=list)
-    model_s: list[float] = field(default_factory=list)
-    device: str = "cpu"
-
-    @property
-    def batches(self) -> int:
-        return len(self.model_s)
-
-    def _steady(self, values: list[float]) -> float:
-        if not values:
-            raise ValueError("no batch was timed: the loader yielded nothing.")
-        return fmean(values[1:] if len(values) > 1 else values)
-
-    @property
-    def steady_loader_s(self) -> float:
-        """Mean wait for one batch, after the first."""
-        return self._steady(self.loader_s)
-
-    @property
-    def steady_model_s(self) -> float:
-        """Mean time of one step, after the first."""
-        return self._steady(self.model_s)
-
-    @property
-    def bottleneck(self) -> str:
-        """'loader' when the loop waits longer for data than the step takes, else 'model'."""
-        return "loader" if self.steady_loader_s > self.steady_model_s else "model"
-
-    @property
-    def waiting_share(self) -> float:
-        """The share of the loop's time spent waiting for data (the model idle), 0 to 1."""
-        total = sum(self.loader_s) + sum(self.model_s)
-        return sum(self.loader_s) / total if total else 0.0
-
-    def summary(self) -> str:
-        return (f"{self.batches} batches on {self.device}: loader {self.steady_loader_s * 1e3:.2f}"
-                f" ms/batch, model step {self.steady_model_s * 1e3:.2f} ms/batch "
-                f"(first batch waited {self.loader_s[0] * 1e3:.0f} ms); waiting for data "
-                f"{self.waiting_share:.0%} of the time; bottleneck: {self.bottleneck}")
-
-
-def time_stages(loader: Iterable, step: Callable, device, max_batches: int | None = None
-                ) -> StageTimes:
-    """Run ``step(batch)`` for each batch of ``loader``; time the wait and the step apart.
-
-    The clock stops only after :func:`~course_utils.lab.devices.synchronize`: a GPU step returns
-    as soon as its kernels are queued, so without the sync its time would land on whatever
-    waits next, and the model would look free.
-    """
-    if isinstance(loader, torch.Tensor) or not isinstance(loader, Iterable):
-        raise TypeError(f"time_stages: loader must be an iterable of batches such as a "
-                        f"DataLoader, got {type(loader).__name__}.")
-    if not callable(step):
-        raise TypeError(f"time_stages: step must be a function of one batch, got "
-                        f"{type(step).__name__}.")
-    if max_batches is not None:
-        whole_number(max_batches, "max_batches", "time_stages", minimum=1)
-    device = checked_device(device, "time_stages(device=...)")
-    times = StageTimes(device=str(device))
-    synchronize(device)
-    started = time.perf_counter()
-    for batch in loader:  # the wait for this batch ends here
-        loaded = time.perf_counter()
-        step(batch)
-        synchronize(device)
-        done = time.perf_counter()
-        times.loader_s.append(loaded - started)
-        times.model_s.append(done - loaded)
-        if max_batches is not None and times.batches >= max_batches:
-            break
-        started = time.perf_counter()
-    if not times.batches:
-        raise ValueError("time_stages: the loader yielded no batches.")
-    return times
 
 
 # ------------------------------------------------------------------ whole epochs

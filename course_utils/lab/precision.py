@@ -241,7 +241,7 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
     step is timed with a synchronisation; the first (warm-up) step is not counted. The test
     accuracy is measured under the same autocast as training.
     """
-    from .training import evaluate
+    from .training import _accuracy
 
     if not isinstance(policy, AmpPolicy):
         raise TypeError(f"measure_training needs an AmpPolicy (from amp_policy()), got "
@@ -273,7 +273,7 @@ def measure_training(make_model: Callable[[], torch.nn.Module], train_batches: I
             skipped += int(scale is not None and scaler.get_scale() < scale)
     peak = _peak_memory(device, reset=False)
     with policy.autocast():
-        accuracy = evaluate(model, test_batches, device)
+        accuracy = _accuracy(model, test_batches, device)
     dtype_name = str(policy.dtype).removeprefix("torch.")
     return RunMeasurement(label or (f"autocast {dtype_name}" if policy.enabled else "float32"),
                           device, dtype_name, len(times),

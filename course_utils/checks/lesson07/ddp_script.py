@@ -41,7 +41,7 @@ def probe(script, inputs):
     """Run the script as one rank of a simulated GPU node, then with torchrun on 2 CPU ranks."""
     import os
 
-    from course_utils.lab.distributed.trial import run_trial
+    from course_utils.checks.distributed.trial import run_trial
 
     if not isinstance(script, (str, os.PathLike)) or not os.path.isfile(script):
         shown = repr(str(script))[:200] if isinstance(script, (str, os.PathLike)) else \
@@ -54,7 +54,7 @@ def script_for_grader(script, inputs):
     """When grading: only the script's text; the grader runs the trial in a sandbox."""
     import os
 
-    from course_utils.lab.distributed.trial import script_text
+    from course_utils.checks.distributed.trial import script_text
 
     text = script_text(script)
     if text is None:
@@ -65,7 +65,7 @@ def script_for_grader(script, inputs):
 
 def trial_by_grader(inputs: dict, facts: dict, sandbox) -> dict:
     """The grader's side: the trial of the script's text, on inputs drawn at grading time."""
-    from ...lab.distributed.trial import trial_outside
+    from ..distributed.trial import trial_outside
 
     if not isinstance(facts.get("text"), str):
         return {"script": str(facts.get("script"))[:200], "simulated": None, "launch": None}
@@ -88,7 +88,8 @@ def _success(inputs: dict) -> str:
        outside=Outside(script_for_grader, trial_by_grader))
 def check_ddp_script(inputs, observations, hidden):
     from ...lab import distributed as ddp
-    from ...lab.distributed.evidence import CheckpointFacts, unconfirmed
+    from ..distributed import SimulatedRank
+    from ..distributed.evidence import CheckpointFacts, unconfirmed
 
     if observations.get("trial_error"):
         fail(f"The check could not try your script: {observations['trial_error']}.",
@@ -96,7 +97,7 @@ def check_ddp_script(inputs, observations, hidden):
     if observations["simulated"] is None:
         fail(f"`script` is {observations['script']}, not the path of a script file.",
              "run the %%writefile cell of the exercise, then run this check again.")
-    simulated = ddp.SimulatedRank(**observations["simulated"])
+    simulated = SimulatedRank(**observations["simulated"])
     node = inputs["node"]
     gpu_node = (f"As rank {node['rank']} (LOCAL_RANK {node['local_rank']}) of a simulated node "
                 "with two GPUs")
@@ -107,8 +108,8 @@ def check_ddp_script(inputs, observations, hidden):
     config = ddp.RunConfig(**inputs["config"])
     # The reports are written where the script runs: believed only when rank 0's checkpoint,
     # read by the check, holds the weights the check's own training on them reaches.
-    problem = unconfirmed(run.ranks, config, CheckpointFacts(**(run.checkpoint or {
-        "kind": "missing"})))
+    problem = unconfirmed(run.ranks, config, CheckpointFacts(**(observations.get("checkpoint")
+                                                                or {"kind": "missing"})))
     if problem:
         fail(f"Nothing confirms what the ranks did: {problem}.", "after the training loop, "
              "`if rank == 0: torch.save(ddp_model.module.state_dict(), config.checkpoint)`; "
@@ -118,5 +119,5 @@ def check_ddp_script(inputs, observations, hidden):
             rule(run.ranks, config, ddp.epoch_coverage(run.ranks))
     with case("on simulated nodes: nccl and cuda:LOCAL_RANK with GPUs, gloo without"):
         expect_right_gpu_node(simulated, node, gpu_node)
-        expect_right_cpu_node(ddp.SimulatedRank(**observations["cpu_node"]), node, gpu_node.replace(
+        expect_right_cpu_node(SimulatedRank(**observations["cpu_node"]), node, gpu_node.replace(
             "a simulated node with two GPUs", inputs["cpu_machine"]["name"] + " (simulated)"))

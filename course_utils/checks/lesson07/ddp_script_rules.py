@@ -92,6 +92,8 @@ def _why_repeated(report, epoch: int) -> str:
 
 def _same_weights(ranks, config, coverage) -> None:
     from ...lab import distributed as ddp
+    from ..distributed.reference import global_steps, reference_parameters
+
     if any(report.parameters is None for report in ranks):
         fail("A rank never built the model.", "build it with `config.build_model()`.")
     if ddp.max_difference(ranks[0].parameters, ranks[1].parameters) > 1e-5:
@@ -101,9 +103,9 @@ def _same_weights(ranks, config, coverage) -> None:
             "forward passes through the wrapper." if wrapped else
             "the model was never wrapped in DDP, so nothing averaged their gradients."),
             "train `ddp_model = DDP(model)`: call `ddp_model(features)` in the loop.")
-    steps = ddp.global_steps(ranks)
+    steps = global_steps(ranks)
     if not steps or ddp.max_difference(ranks[0].parameters,
-                                       ddp.reference_parameters(config, steps)) > 1e-4:
+                                       reference_parameters(config, steps)) > 1e-4:
         fail("The weights differ from one process trained on the same batches.",
              "keep the given loop: SGD with config.lr, one step per batch.")
 

@@ -5,23 +5,20 @@
 * :func:`launch` (``launch.py``) -- ``torchrun --standalone --nproc_per_node=N`` on a script,
   with a time limit; each rank runs under the rank runner (``rank.py``), which notes what the
   rank did, and :func:`launch` returns it as a :class:`Launch` with one :class:`RankReport`
-  per rank (``records.py``); :func:`launch_patiently` is the checks' form of it, its limits
-  grown with the machine's load and a run that died after every rank reported run again.
-* :func:`epoch_coverage` and :func:`reference_parameters` (``analysis.py``) -- which samples
-  each epoch saw, and the parameters one process reaches on the same batches.
-* :func:`simulate_rank` (``simulate.py``) -- run a script's set-up, in this process, as one
-  rank of a simulated machine (GPUs or none), up to the moment it starts its training loop.
+  per rank (``records.py``).
+* :func:`epoch_coverage` and :func:`max_difference` (``analysis.py``) -- which samples each
+  epoch saw, and how far two sets of weights are apart.
+
+What lesson 07's check runs (a simulated rank, the trial, the checkpoint as evidence) lives
+on the trusted side, in :mod:`course_utils.checks.distributed`.
 """
-from .analysis import epoch_coverage, global_steps, max_difference, reference_parameters
+from .analysis import epoch_coverage, max_difference
 from .config import RecordedDataset, RunConfig
-from .launch import launch, launch_patiently, remove, torchrun_command
+from .launch import launch, remove, torchrun_command
 from .records import CONFIG_ENV, DEADLINE_ENV, REPORTS_ENV, Coverage, Launch, RankReport
-from .simulate import SimulatedRank, simulate_rank
 
 __all__ = [
     "CONFIG_ENV", "DEADLINE_ENV", "REPORTS_ENV",
-    "Coverage", "Launch", "RankReport", "RecordedDataset", "RunConfig", "SimulatedRank",
-    "epoch_coverage", "global_steps", "launch", "launch_patiently", "max_difference",
-    "reference_parameters",
-    "remove", "simulate_rank", "torchrun_command",
+    "Coverage", "Launch", "RankReport", "RecordedDataset", "RunConfig",
+    "epoch_coverage", "launch", "max_difference", "remove", "torchrun_command",
 ]

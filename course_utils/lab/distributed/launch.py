@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..args import positive_int, positive_number
 from .config import RunConfig
-from .evidence import read_checkpoint
 from .records import CONFIG_ENV, DEADLINE_ENV, OUTPUT_TAIL, REPORTS_ENV, Launch, RankReport
 
 # Each rank runs under the rank runner (rank.py, through this package's __main__.py).
@@ -91,25 +90,7 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
                 for rank in begun if rank not in reported]
     return Launch(command, process.returncode, ending == "timed out", seconds,
                   "".join(output)[-OUTPUT_TAIL:], reports, str(folder), begun, progress,
-                  stalled=ending == "stalled",
-                  checkpoint=read_checkpoint(Path(config.checkpoint)).to_dict())
-
-
-def launch_patiently(script: str | Path, nproc: int = 2, *, max_slowdown: float = 5.0,
-                     timeout: float = 60.0, stall: float | None = None, **options) -> Launch:
-    """:func:`launch` for a verdict: the limits grow with the machine's load, and a run whose
-    ranks all reported a clean end but which still failed (it died tearing down) runs again
-    once. ``timeout`` and ``stall`` are for an idle machine; they are multiplied by the load
-    average per CPU, between 1 and ``max_slowdown``: a busy machine is slow, not broken."""
-    busy = os.getloadavg()[0] / (os.cpu_count() or 1) if hasattr(os, "getloadavg") else 1.0
-    slowdown = min(max(1.0, busy), max_slowdown)
-    for _ in range(2):
-        run = launch(script, nproc, timeout=timeout * slowdown,
-                     stall=None if stall is None else stall * slowdown, **options)
-        if not run.died_after_reporting(nproc):
-            break
-        remove(run)
-    return run
+                  stalled=ending == "stalled")
 
 
 def _wait(process: subprocess.Popen, folder: Path, nproc: int, deadline: float,

@@ -69,9 +69,6 @@ class Launch:
     started: list = field(default_factory=list)  # the ranks that got as far as the script
     progress: list = field(default_factory=list)  # {"rank", "events"} of ranks with no report
     stalled: bool = False  # ended because the ranks waited for each other (launch's stall)
-    # What the checkpoint file held when the run ended (evidence.read_checkpoint): read by the
-    # launching process, so a grader re-reads it itself (evidence.py).
-    checkpoint: dict | None = None
 
     @property
     def succeeded(self) -> bool:

@@ -12,9 +12,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ...lab.distributed import CONFIG_ENV, RunConfig
+from ...lab.distributed.records import device_indices
 from ...probe import SimulatedMachine, StopProbe, patched, run_learner
-from .config import RunConfig
-from .records import CONFIG_ENV, device_indices
 
 
 @dataclass(frozen=True)

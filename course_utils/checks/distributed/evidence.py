@@ -18,10 +18,9 @@ from pathlib import Path
 
 import torch
 
+from ...lab.distributed import RankReport, RunConfig, max_difference
 from ...probe import parameter_values
-from .analysis import global_steps, max_difference, reference_parameters
-from .config import RunConfig
-from .records import RankReport
+from .reference import global_steps, reference_parameters
 
 # The course model's state_dict keys, in the order of model.parameters().
 MODEL_KEYS = ("0.weight", "0.bias", "2.weight", "2.bias")

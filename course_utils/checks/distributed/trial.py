@@ -2,7 +2,7 @@
 ranks (what lesson 07's check runs), in the learner's kernel or, when grading, in a sandbox.
 
 * :func:`run_trial` -- the trial itself, wherever it runs: in the kernel (the learner pressing
-  the check) or as ``python -m course_utils.lab.distributed.trial FOLDER`` in a sandbox.
+  the check) or as ``python -m course_utils.checks.distributed.trial FOLDER`` in a sandbox.
 * :func:`trial_outside` -- the grader's side: the script's text goes into a fresh folder with
   inputs drawn at grading time, the trial runs there through the grader's sandbox (never in
   the grader's process, never in the learner's kernel), and what comes back is split into
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .evidence import CheckpointFacts, read_checkpoint
+from .simulate import simulate_rank
 
 SCRIPT = "ddp_train.py"
 INPUTS = "inputs.json"
@@ -47,25 +48,29 @@ class Sandbox(Protocol):
 
 def run_trial(script: str | Path, inputs: dict, folder: str | Path | None = None) -> dict:
     """Simulate the script as one rank of ``inputs["machine"]``, then (unless it is still the
-    exercise's stub) launch it on 2 CPU ranks; ``folder`` keeps the run's files."""
-    from course_utils.lab import distributed as ddp  # looked up at call time: tests memoise it
+    exercise's stub) launch it on 2 CPU ranks and read rank 0's checkpoint; ``folder`` keeps
+    the run's files."""
+    from course_utils.lab.distributed import RunConfig, remove
 
-    config = ddp.RunConfig(**inputs["config"])
-    simulated = ddp.simulate_rank(script, inputs["machine"], config=config, **inputs["node"])
+    from . import patient  # looked up at call time: tests memoise launch_patiently
+
+    config = RunConfig(**inputs["config"])
+    simulated = simulate_rank(script, inputs["machine"], config=config, **inputs["node"])
     # The same rank on a machine without a GPU (PyTorch's CUDA build): gloo and the CPU.
-    cpu_node = asdict(ddp.simulate_rank(script, inputs["cpu_machine"], config=config,
-                                        **inputs["node"]))
+    cpu_node = asdict(simulate_rank(script, inputs["cpu_machine"], config=config,
+                                    **inputs["node"]))
     error = simulated.error
     if error and error["type"] == "NotImplementedError" and error["raised_in"] is None:
         return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
-                "launch": None}  # the stub
-    run = ddp.launch_patiently(script, 2, config=config, timeout=inputs["timeout_s"],
-                               stall=inputs["stall_s"], max_slowdown=inputs["max_slowdown"],
-                               hide_gpus=True, folder=folder)
+                "launch": None, "checkpoint": None}  # the stub
+    run = patient.launch_patiently(script, 2, config=config, timeout=inputs["timeout_s"],
+                                   stall=inputs["stall_s"], max_slowdown=inputs["max_slowdown"],
+                                   hide_gpus=True, folder=folder)
+    checkpoint = read_checkpoint(Path(run.folder) / Path(config.checkpoint).name)
     if folder is None:
-        ddp.remove(run)
+        remove(run)
     return {"script": None, "simulated": asdict(simulated), "cpu_node": cpu_node,
-            "launch": run.to_dict()}
+            "launch": run.to_dict(), "checkpoint": checkpoint.to_dict()}
 
 
 def script_text(script, limit: int = MAX_SCRIPT_CHARS) -> str | None:
@@ -78,7 +83,7 @@ def script_text(script, limit: int = MAX_SCRIPT_CHARS) -> str | None:
 
 def trial_outside(text: str, inputs: dict, sandbox: Sandbox) -> dict:
     """Run the trial on ``text`` in ``sandbox``; the observations a check verifies, with the
-    checkpoint read here (``launch["checkpoint"]``) and never taken from the trial's word."""
+    checkpoint read here (``"checkpoint"``) and never taken from the trial's word."""
     if len(text) > MAX_SCRIPT_CHARS:
         return {"script": None, "simulated": None, "launch": None,
                 "trial_error": f"the script is longer than {MAX_SCRIPT_CHARS:,} characters"}
@@ -96,12 +101,13 @@ def trial_outside(text: str, inputs: dict, sandbox: Sandbox) -> dict:
                                   _last_line(ran.stderr) or f"exit code {ran.returncode}")
             return {"script": None, "simulated": None, "launch": None,
                     "trial_error": f"the trial of your script ended without a result ({why})"}
+        observed["checkpoint"] = None  # never the trial's word
         if isinstance(observed.get("launch"), dict):
             # Read here, after the sandbox is gone; a folder swapped for a link is not followed.
             name = Path(inputs["config"]["checkpoint"]).name
             facts = CheckpointFacts("unreadable", problem="a link") if (
                 folder / RUN).is_symlink() else read_checkpoint(folder / RUN / name)
-            observed["launch"]["checkpoint"] = facts.to_dict()
+            observed["checkpoint"] = facts.to_dict()
         return observed
 
 
@@ -128,7 +134,7 @@ def _last_line(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m course_utils.lab.distributed.trial FOLDER``: the trial, inside a sandbox."""
+    """``python -m course_utils.checks.distributed.trial FOLDER``: the trial, inside a sandbox."""
     folder = Path(argv[0])
     inputs = json.loads((folder / INPUTS).read_text())
     observed = run_trial(folder / SCRIPT, inputs, folder=folder / RUN)
