@@ -16,8 +16,8 @@
 #   6. benchmarks/gpu_summary.py, only if 120 s are left               -> $OUT/gpu-summary.log
 # $OUT/summary.txt: one line per step (exit status, seconds) and the lessons left. Exit status:
 # 0 when every step that ran passed (or there is no GPU), else 1.
-# AGAIN=1 runs the lessons whose published run is fresh too (their code cells match, but the
-# package they call may have changed). WITHOUT_GPU=1 runs every step even without a GPU (each GPU part then says "no GPU"), in the
+# AGAIN="04" runs those lessons even if their published run is fresh (their code cells match,
+# but the package they call changed); AGAIN=all runs every lesson. WITHOUT_GPU=1 runs every step even without a GPU (each GPU part then says "no GPU"), in the
 # environment GPU_CHECK_ENV (default .gpu-check-env; one holding .ready is kept): a rehearsal.
 set -u
 cd "$(dirname "$0")/.."
@@ -72,7 +72,7 @@ deadline=$(($(left) - 15))
 step lessons "$OUT/lessons.log" "$(($(left) - 5))" $PY scripts/gpu_check.py check \
     --reuse-env --env "$ENV_DIR" --machine-python "$PY" --skip tests --skip benchmarks \
     --lessons $LESSONS --deadline-s "$deadline" --out "$OUT/reference-runs" \
-    $([ "${AGAIN:-0}" = 1 ] && echo --again) &&
+    ${AGAIN:+--again} $([ "${AGAIN:-all}" = all ] || echo "$AGAIN") &&
     grep -E "^  [0-9]{2}_|^notebooks on CUDA" "$OUT/lessons.log" | tee -a "$SUMMARY"
 
 if [ "$(left)" -ge 120 ]; then

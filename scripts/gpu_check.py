@@ -175,7 +175,7 @@ class Plan:
     lessons: list[str]  # solutions/ folder names, in the order given
     published: Path  # where the committed runs are: a lesson whose run there is fresh is skipped
     deadline: float | None = None  # time.monotonic() after which no lesson starts
-    again: bool = False  # run fresh lessons too
+    again: tuple[str, ...] | None = None  # lessons to run even if fresh; () for every one
 
 
 def lesson_names(wanted: list[str] | None) -> list[str]:
@@ -201,7 +201,8 @@ def run_notebooks(python: Path, machine: Machine, out: Path, plan: Plan) -> tupl
     for lesson in plan.lessons:
         notebook = lesson_notebook(lesson)
         published = plan.published / machine.slug / f"{lesson}.ipynb"
-        if not plan.again and published.exists() and not staleness(published)["stale"]:
+        again = plan.again is not None and (not plan.again or lesson in plan.again)
+        if not again and published.exists() and not staleness(published)["stale"]:
             fresh.append(lesson)
             print(f"  {lesson:<22} already fresh ({published})", flush=True)
             continue
@@ -483,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="the Python that holds the machine's PyTorch (default: this one)")
     run.add_argument("--lessons", nargs="*", default=None, metavar="LESSON",
                      help="lessons to run, in this order: numbers (08) or names (default: all)")
-    run.add_argument("--again", action="store_true",
-                     help="run lessons whose published run is fresh too (default: skip them)")
+    run.add_argument("--again", nargs="*", default=None, metavar="LESSON",
+                     help="run these lessons (none named: every one) even if their published run "
+                          "is fresh, e.g. after a change in the package they call")
     run.add_argument("--published", type=Path, default=RUNS,
                      help="the published runs a fresh lesson is looked up in")
     run.add_argument("--deadline-s", type=float, default=None,
@@ -517,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
                                args.reuse))
         return 0
     deadline = None if args.deadline_s is None else time.monotonic() + args.deadline_s
-    plan = Plan(lesson_names(args.lessons), args.published.resolve(), deadline, args.again)
+    again = None if args.again is None else tuple(lesson_names(args.again) if args.again
+                                                  else ())
+    plan = Plan(lesson_names(args.lessons), args.published.resolve(), deadline, again)
     return check(args.wheels.resolve(), args.env.resolve(), args.out.resolve(),
                  args.machine_python, plan, tuple(args.skip), args.reuse_env)
 

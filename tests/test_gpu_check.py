@@ -160,3 +160,6 @@ def test_a_fresh_lesson_is_skipped_and_what_the_deadline_leaves_is_named(tmp_pat
     assert summary == ("notebooks on CUDA: 0 passed, 0 failed, 1 already fresh; 2 left for lack "
                        "of time (08_overhead, 01_tensors_devices): make gpu-check "
                        "LESSONS=\"08 01\"")
+    plan.again = ("00_setup",)  # AGAIN=00: run it though it is fresh
+    assert "0 already fresh; 3 left" in script.run_notebooks(
+        Path(sys.executable), machine, tmp_path / "out", plan)[2]
