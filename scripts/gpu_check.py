@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import tomllib
@@ -206,7 +207,7 @@ def run_notebooks(python: Path, machine: Machine, out: Path, plan: Plan) -> tupl
             fresh.append(lesson)
             print(f"  {lesson:<22} already fresh ({published})", flush=True)
             continue
-        estimate = run_record(published).get("seconds") or DEFAULT_LESSON_S
+        estimate = lesson_seconds(published)
         remaining = None if plan.deadline is None else plan.deadline - time.monotonic()
         if remaining is not None and (left or remaining < estimate):
             left.append(lesson)
@@ -289,6 +290,7 @@ def unmeant_stderr(notebook) -> str:
 RUNS = ROOT / "docs" / "reference-runs"
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
 DEFAULT_LESSON_S = 60  # a lesson's expected time on a GPU when no run of it recorded its own
+KERNEL_START_S = 5  # starting a lesson's kernel, before its first cell
 STALE_MARK = "**Stale.**"
 
 
@@ -319,6 +321,23 @@ def run_record(run: Path) -> dict:
         date = re.search(r"date: ([^\n]*)", "".join(first["source"]))
         record = {"date": date.group(1).strip() if date else "unknown"}
     return record
+
+
+def lesson_seconds(run: Path) -> float:
+    """How long a lesson took on this GPU: as its run recorded, or from its cells' execution
+    times (nbclient records them) and a kernel's start; DEFAULT_LESSON_S without a run."""
+    if not run.exists():
+        return DEFAULT_LESSON_S
+    if run_record(run).get("seconds"):
+        return run_record(run)["seconds"]
+    stamps = sorted(value for cell in read_json(run)["cells"]
+                    for key, value in cell["metadata"].get("execution", {}).items()
+                    if key in ("iopub.execute_input", "shell.execute_reply"))
+    if not stamps:
+        return DEFAULT_LESSON_S
+    first, last = (datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+                   for stamp in (stamps[0], stamps[-1]))
+    return (last - first).total_seconds() + KERNEL_START_S
 
 
 def staleness(run: Path) -> dict:
