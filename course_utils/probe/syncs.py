@@ -319,8 +319,10 @@ def _made_on_host(name, args, kwargs, judge):
             inputs = _tensors_in(args[:1])
             return not inputs or not any(judge.on_device(t) for t in inputs)
         return device is None or judge.is_host(device)
-    if name == "cpu" or (name == "to" and judge.is_host(_target(args, kwargs))):
+    if name == "cpu":
         return True
+    if name == "to" and _target(args, kwargs) is not None:
+        return judge.is_host(_target(args, kwargs))  # a move: where it goes
     inputs = [t for t in _tensors_in([*args, *kwargs.values()])
               if isinstance(t, torch.Tensor)]
     return bool(inputs) and not any(judge.on_device(t) for t in inputs)
@@ -366,10 +368,12 @@ def host_read_counter(log=None, label="read", meta=False, device_handles=()):
             name = getattr(func, "__name__", "")
             if not meta and _stores_device_values(name, args, kwargs, self.judge):
                 self.judge.host.pop(id(args[0]), None)
-            elif not meta and _made_on_host(name, args, kwargs, self.judge):
-                if moved and name in ("cpu", "to") and out is args[0]:
-                    out = out.clone()  # a CPU grader's copy to the host is no copy at all
-                self.judge.mark_host(out)
+            elif not meta:
+                host = _made_on_host(name, args, kwargs, self.judge)
+                if name in ("cpu", "to") and out is args[0] and host == moved:
+                    out = out.clone()  # a CPU grader's move between host and device is none
+                if host:
+                    self.judge.mark_host(out)
             return out
 
     return Counter()
