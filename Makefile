@@ -163,20 +163,23 @@ test-torch:
 # PyTorch, for its Python (3.12 on the H100 machines the course is verified on).
 # gpu-check, on the GPU machine (no network needed): GPU_PYTHON is the Python holding its PyTorch.
 # Some lessons, in this order, each skipped when its published run is fresh: LESSONS="08 01";
-# within a time: DEADLINE_S=300 (no lesson is started that its last run's time would overrun).
+# within a time: DEADLINE_S=300 (no lesson is started that its last run's time would overrun);
+# AGAIN=04 runs lesson 04 even if fresh (AGAIN=all: every lesson).
 # mark-stale, anywhere: marks each published run whose lesson changed since (docs/gpu-check.md).
 GPU_WHEELS ?= wheels
 GPU_PYTHON ?= python3
 GPU_PYTHON_VERSION ?= 3.12
 LESSONS ?=
 DEADLINE_S ?=
+AGAIN ?=
 .PHONY: gpu-wheels gpu-check mark-stale
 gpu-wheels:
 	$(PYTHON) scripts/gpu_check.py wheels --dest $(GPU_WHEELS) --python-version $(GPU_PYTHON_VERSION)
 
 gpu-check:
 	$(GPU_PYTHON) scripts/gpu_check.py check --wheels $(GPU_WHEELS) \
-		$(if $(LESSONS),--lessons $(LESSONS)) $(if $(DEADLINE_S),--deadline-s $(DEADLINE_S))
+		$(if $(LESSONS),--lessons $(LESSONS)) $(if $(DEADLINE_S),--deadline-s $(DEADLINE_S)) \
+		$(if $(AGAIN),--again $(filter-out all,$(AGAIN)))
 
 mark-stale:
 	$(PYTHON) scripts/gpu_check.py mark-stale

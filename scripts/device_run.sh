@@ -10,13 +10,14 @@
 #   2. the environment beside the machine's PyTorch (scripts/gpu_check.py env, from wheels/);
 #   3. pytest -m gpu on the test files that mark GPU tests            -> $OUT/pytest-gpu.log
 #   4. benchmarks/overhead.py                                          -> $OUT/overhead.log
-#   5. the lessons on CUDA, lesson 08 first, then 00-07 in order, each skipped if its published
-#      run is fresh, none started that its last run's time would carry past the budget
+#   5. the lessons on CUDA, lesson 08 first, then 00-07 in order (LESSONS), each skipped if its
+#      published run is fresh, none started that its last run's time would carry past the budget
 #                                                  -> $OUT/lessons.log, $OUT/reference-runs/
 #   6. benchmarks/gpu_summary.py, only if 120 s are left               -> $OUT/gpu-summary.log
 # $OUT/summary.txt: one line per step (exit status, seconds) and the lessons left. Exit status:
 # 0 when every step that ran passed (or there is no GPU), else 1.
-# WITHOUT_GPU=1 runs every step even without a GPU (each GPU part then says "no GPU"), in the
+# AGAIN="04" runs those lessons even if their published run is fresh (their code cells match,
+# but the package they call changed); AGAIN=all runs every lesson. WITHOUT_GPU=1 runs every step even without a GPU (each GPU part then says "no GPU"), in the
 # environment GPU_CHECK_ENV (default .gpu-check-env; one holding .ready is kept): a rehearsal.
 set -u
 cd "$(dirname "$0")/.."
@@ -29,12 +30,14 @@ mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
 : > "$SUMMARY"
 failed=0
+skipped=""
 note() { echo "device_run [$SECONDS s] $*" | tee -a "$SUMMARY"; }
 left() { echo $((BUDGET_S - SECONDS)); }
 step() {  # step NAME LOG LIMIT_S COMMAND...: run with a time limit, log its status
     local name=$1 log=$2 limit=$3 rc
     shift 3
-    if [ "$limit" -lt 20 ]; then note "$name: not started, $limit s left"; failed=1; return; fi
+    if [ "$limit" -lt 20 ]; then note "$name: not started, $limit s left"; skipped+=" $name"
+        return 1; fi
     timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
     rc=$?
     [ "$rc" -eq 0 ] || failed=1
@@ -42,7 +45,8 @@ step() {  # step NAME LOG LIMIT_S COMMAND...: run with a time limit, log its sta
     tail -n 3 "$log" | sed 's/^/    /' | tee -a "$SUMMARY"
 }
 
-note "budget $BUDGET_S s; python $($PY -c 'import sys; print(sys.version.split()[0])')"
+note "budget $BUDGET_S s; python $($PY -c 'import sys; print(sys.version.split()[0])'); \
+checkout $(git rev-parse --short HEAD 2>/dev/null || echo "without git")"
 gpu=$($PY -c 'import torch
 if torch.cuda.is_available(): print(torch.cuda.get_device_name(0), torch.__version__)
 else: print("no GPU:", "CPU-only build" if torch.version.cuda is None else "no driver/device")' 2>&1)
@@ -53,7 +57,7 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 
 step env "$OUT/env.log" "$(left)" $PY scripts/gpu_check.py env --machine-python "$PY" \
     --env "$ENV_DIR" --reuse
-ENV_PY=$(tail -n 1 "$OUT/env.log")
+ENV_PY=$ENV_DIR/bin/python
 [ -x "$ENV_PY" ] || { note "no environment: see env.log"; exit 1; }
 
 tests=$(grep -l "pytest.mark.gpu" tests/test_*.py)
@@ -66,12 +70,14 @@ step overhead.py "$OUT/overhead.log" $(($(left) < 120 ? $(left) : 120)) \
 deadline=$(($(left) - 15))
 # shellcheck disable=SC2086
 step lessons "$OUT/lessons.log" "$(($(left) - 5))" $PY scripts/gpu_check.py check \
-    --reuse-env --env "$ENV_DIR" --machine-python "$PY" --skip tests --skip benchmarks --lessons $LESSONS \
-    --deadline-s "$deadline" --out "$OUT/reference-runs"
-grep -E "^  [0-9]{2}_|^notebooks on CUDA" "$OUT/lessons.log" | tee -a "$SUMMARY"
+    --reuse-env --env "$ENV_DIR" --machine-python "$PY" --skip tests --skip benchmarks \
+    --lessons $LESSONS --deadline-s "$deadline" --out "$OUT/reference-runs" \
+    ${AGAIN:+--again} $([ "${AGAIN:-all}" = all ] || echo "$AGAIN") &&
+    grep -E "^  [0-9]{2}_|^notebooks on CUDA" "$OUT/lessons.log" | tee -a "$SUMMARY"
 
 if [ "$(left)" -ge 120 ]; then
     step gpu_summary.py "$OUT/gpu-summary.log" "$(left)" "$ENV_PY" benchmarks/gpu_summary.py
 fi
-note "done: $([ $failed -eq 0 ] && echo "every step passed" || echo "something FAILED")"
+[ -z "$skipped" ] || note "not run for lack of time:$skipped (lessons: $LESSONS)"
+note "done: $([ $failed -eq 0 ] && echo "every step that ran passed" || echo "something FAILED")"
 exit $failed

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import tomllib
@@ -175,7 +176,7 @@ class Plan:
     lessons: list[str]  # solutions/ folder names, in the order given
     published: Path  # where the committed runs are: a lesson whose run there is fresh is skipped
     deadline: float | None = None  # time.monotonic() after which no lesson starts
-    again: bool = False  # run fresh lessons too
+    again: tuple[str, ...] | None = None  # lessons to run even if fresh; () for every one
 
 
 def lesson_names(wanted: list[str] | None) -> list[str]:
@@ -201,11 +202,12 @@ def run_notebooks(python: Path, machine: Machine, out: Path, plan: Plan) -> tupl
     for lesson in plan.lessons:
         notebook = lesson_notebook(lesson)
         published = plan.published / machine.slug / f"{lesson}.ipynb"
-        if not plan.again and published.exists() and not staleness(published)["stale"]:
+        again = plan.again is not None and (not plan.again or lesson in plan.again)
+        if not again and published.exists() and not staleness(published)["stale"]:
             fresh.append(lesson)
             print(f"  {lesson:<22} already fresh ({published})", flush=True)
             continue
-        estimate = run_record(published).get("seconds") or DEFAULT_LESSON_S
+        estimate = lesson_seconds(published)
         remaining = None if plan.deadline is None else plan.deadline - time.monotonic()
         if remaining is not None and (left or remaining < estimate):
             left.append(lesson)
@@ -288,6 +290,7 @@ def unmeant_stderr(notebook) -> str:
 RUNS = ROOT / "docs" / "reference-runs"
 DATE_FORMAT = "%Y-%m-%d %H:%M UTC"
 DEFAULT_LESSON_S = 60  # a lesson's expected time on a GPU when no run of it recorded its own
+KERNEL_START_S = 5  # starting a lesson's kernel, before its first cell
 STALE_MARK = "**Stale.**"
 
 
@@ -318,6 +321,23 @@ def run_record(run: Path) -> dict:
         date = re.search(r"date: ([^\n]*)", "".join(first["source"]))
         record = {"date": date.group(1).strip() if date else "unknown"}
     return record
+
+
+def lesson_seconds(run: Path) -> float:
+    """How long a lesson took on this GPU: as its run recorded, or from its cells' execution
+    times (nbclient records them) and a kernel's start; DEFAULT_LESSON_S without a run."""
+    if not run.exists():
+        return DEFAULT_LESSON_S
+    if run_record(run).get("seconds"):
+        return run_record(run)["seconds"]
+    stamps = sorted(value for cell in read_json(run)["cells"]
+                    for key, value in cell["metadata"].get("execution", {}).items()
+                    if key in ("iopub.execute_input", "shell.execute_reply"))
+    if not stamps:
+        return DEFAULT_LESSON_S
+    first, last = (datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+                   for stamp in (stamps[0], stamps[-1]))
+    return (last - first).total_seconds() + KERNEL_START_S
 
 
 def staleness(run: Path) -> dict:
@@ -483,8 +503,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="the Python that holds the machine's PyTorch (default: this one)")
     run.add_argument("--lessons", nargs="*", default=None, metavar="LESSON",
                      help="lessons to run, in this order: numbers (08) or names (default: all)")
-    run.add_argument("--again", action="store_true",
-                     help="run lessons whose published run is fresh too (default: skip them)")
+    run.add_argument("--again", nargs="*", default=None, metavar="LESSON",
+                     help="run these lessons (none named: every one) even if their published run "
+                          "is fresh, e.g. after a change in the package they call")
     run.add_argument("--published", type=Path, default=RUNS,
                      help="the published runs a fresh lesson is looked up in")
     run.add_argument("--deadline-s", type=float, default=None,
@@ -517,7 +538,9 @@ def main(argv: list[str] | None = None) -> int:
                                args.reuse))
         return 0
     deadline = None if args.deadline_s is None else time.monotonic() + args.deadline_s
-    plan = Plan(lesson_names(args.lessons), args.published.resolve(), deadline, args.again)
+    again = None if args.again is None else tuple(lesson_names(args.again) if args.again
+                                                  else ())
+    plan = Plan(lesson_names(args.lessons), args.published.resolve(), deadline, again)
     return check(args.wheels.resolve(), args.env.resolve(), args.out.resolve(),
                  args.machine_python, plan, tuple(args.skip), args.reuse_env)
 

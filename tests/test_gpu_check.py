@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,23 @@ def test_a_fresh_lesson_is_skipped_and_what_the_deadline_leaves_is_named(tmp_pat
     assert summary == ("notebooks on CUDA: 0 passed, 0 failed, 1 already fresh; 2 left for lack "
                        "of time (08_overhead, 01_tensors_devices): make gpu-check "
                        "LESSONS=\"08 01\"")
+    plan.again = ("00_setup",)  # AGAIN=00: run it though it is fresh
+    assert "0 already fresh; 3 left" in script.run_notebooks(
+        Path(sys.executable), machine, tmp_path / "out", plan)[2]
+
+
+def test_a_lessons_time_comes_from_its_run(tmp_path):
+    """Checks a lesson's expected time: recorded, else its cells' execution stamps + a start."""
+    script = load_script()
+    stamps = {"iopub.execute_input": "2026-11-27T06:20:00.5Z",
+              "shell.execute_reply": "2026-11-27T06:20:10.5Z"}
+    cells = [{"cell_type": "markdown", "metadata": {"reference_run": {"date": "d"}},
+              "source": []}, {"cell_type": "code", "metadata": {"execution": stamps},
+                              "source": []}]
+    run = tmp_path / "run.ipynb"
+    run.write_text(json.dumps({"cells": cells}))
+    assert script.lesson_seconds(run) == 10 + script.KERNEL_START_S
+    cells[0]["metadata"]["reference_run"]["seconds"] = 42
+    run.write_text(json.dumps({"cells": cells}))
+    assert script.lesson_seconds(run) == 42
+    assert script.lesson_seconds(tmp_path / "none.ipynb") == script.DEFAULT_LESSON_S

@@ -76,7 +76,10 @@ def test_tensors_made_without_a_device_live_on_the_host():
         total = torch.zeros(())
         total += loss  # on a GPU this raises: the total was meant to be on the device
         total.item()
-    assert log == ["read"] * 4
+        host = torch.ones(())
+        uploaded = host.to(loss.device)
+        host.item(), uploaded.item()  # the upload's copy is a device tensor, the host's is not
+    assert log == ["read"] * 5
 
 
 def test_a_meta_judge_counts_meta_tensors_only():

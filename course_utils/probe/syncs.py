@@ -108,8 +108,9 @@ HOST_READS = (
              note="as .numpy(): refused for a device tensor, counted as the read it asks for"),
     HostRead("torch.tensor([loss_a, loss_b]) (a tensor built from device tensors)", "tensor",
              "device data", True, "raises",
-             "torch/csrc/utils/tensor_new.cpp, internal_new_from_data: each element's value "
-             "is stored on the host first ([scalar])",
+             "torch/csrc/utils/tensor_new.cpp, internal_new_from_data -> recursive_store -> "
+             "store_scalar: each element's value, read with the Python dispatch key excluded "
+             "(why a TorchDispatchMode never saw it) ([scalar])",
              lambda o: torch_module(o).tensor([o.loss, o.loss])),
     HostRead("torch.as_tensor([loss_a, loss_b])", "as_tensor", "device data", True, "raises",
              "as torch.tensor (internal_new_from_data)",
@@ -119,7 +120,8 @@ HOST_READS = (
              "Tensor indexing docs; a bool index is turned into nonzero(mask) ([c10])",
              lambda o: o.x[o.mask]),
     HostRead("torch.nonzero(x), x.nonzero()", "nonzero", "always", True, "raises",
-             "torch.nonzero docs ('synchronizes'); [c10]", lambda o: o.x.nonzero()),
+             "torch.nonzero docs; aten/src/ATen/native/cuda/Nonzero.cu: memcpy_and_sync of "
+             "the count ([c10])", lambda o: o.x.nonzero()),
     HostRead("torch.argwhere(x)", "argwhere", "always", True, "raises",
              "torch.argwhere: nonzero()", lambda o: torch_module(o).argwhere(o.x)),
     HostRead("torch.where(condition) (one argument)", "where", "condition only", True,
@@ -129,7 +131,7 @@ HOST_READS = (
              "torch.masked_select docs: a 1-D tensor of the selected values ([c10])",
              lambda o: torch_module(o).masked_select(o.x, o.mask)),
     HostRead("torch.unique(x), x.unique()", "unique", "always", True, "raises",
-             "torch.unique: the count of unique values sizes the result ([scalar])",
+             "aten/src/ATen/native/cuda/UniqueCub.cu: length.item() sizes the result",
              lambda o: o.x.unique()),
     HostRead("torch.unique_consecutive(x)", "unique_consecutive", "always", True, "raises",
              "as torch.unique ([scalar])", lambda o: o.x.unique_consecutive()),
@@ -150,6 +152,9 @@ HOST_READS = (
     HostRead("x.repeat_interleave(counts, output_size=n)", "repeat_interleave", "-", False,
              "silent", "torch.repeat_interleave docs (output_size)",
              lambda o: o.x.repeat_interleave(o.counts, output_size=6)),
+    HostRead("x.nonzero_static(size=n)", "nonzero_static", "-", False, "silent",
+             "torch.nonzero_static docs: a fixed size, so no count is read (Nonzero.cu)",
+             lambda o: o.x.nonzero_static(size=4)),
     HostRead("torch.where(mask, x, 0.0)", "where", "-", False, "silent", "torch.where docs",
              lambda o: torch_module(o).where(o.mask, o.x, 0.0)),
     HostRead("x.masked_fill(mask, 0.0)", "masked_fill", "-", False, "silent",
@@ -314,8 +319,10 @@ def _made_on_host(name, args, kwargs, judge):
             inputs = _tensors_in(args[:1])
             return not inputs or not any(judge.on_device(t) for t in inputs)
         return device is None or judge.is_host(device)
-    if name == "cpu" or (name == "to" and judge.is_host(_target(args, kwargs))):
+    if name == "cpu":
         return True
+    if name == "to" and _target(args, kwargs) is not None:
+        return judge.is_host(_target(args, kwargs))  # a move: where it goes
     inputs = [t for t in _tensors_in([*args, *kwargs.values()])
               if isinstance(t, torch.Tensor)]
     return bool(inputs) and not any(judge.on_device(t) for t in inputs)
@@ -361,10 +368,12 @@ def host_read_counter(log=None, label="read", meta=False, device_handles=()):
             name = getattr(func, "__name__", "")
             if not meta and _stores_device_values(name, args, kwargs, self.judge):
                 self.judge.host.pop(id(args[0]), None)
-            elif not meta and _made_on_host(name, args, kwargs, self.judge):
-                if moved and name in ("cpu", "to") and out is args[0]:
-                    out = out.clone()  # a CPU grader's copy to the host is no copy at all
-                self.judge.mark_host(out)
+            elif not meta:
+                host = _made_on_host(name, args, kwargs, self.judge)
+                if name in ("cpu", "to") and out is args[0] and host == moved:
+                    out = out.clone()  # a CPU grader's move between host and device is none
+                if host:
+                    self.judge.mark_host(out)
             return out
 
     return Counter()
