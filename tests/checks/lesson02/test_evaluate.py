@@ -1,0 +1,63 @@
+"""Tests of the check course_utils/checks/lesson02/evaluate.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils import checks
+
+from ...probe_roundtrip import HIDDEN_SEEDS, failure, passes
+from .shared import _evaluate, evaluate
+
+# ================================================================ evaluate
+
+def evaluate_no_grad_dataset_length(model, loader, device):
+    model.to(device).eval()
+    correct = 0
+    with torch.no_grad():
+        for features, labels in loader:
+            predictions = model(features.to(device)).argmax(dim=1)
+            correct += (predictions == labels.to(device)).sum().item()
+    return correct / len(loader.dataset)
+
+
+def evaluate_not_implemented(model, loader, device):
+    raise NotImplementedError()
+
+
+EVALUATE_MISTAKES = [
+    (_evaluate(move=False), "the data were not moved to the model's device"),
+    (_evaluate(eval_mode=False), "dropout was still active"),
+    (_evaluate(no_grad=False), "Gradients were enabled during evaluation"),
+    (_evaluate(returns="tensor"), "returned a tensor, not a Python float"),
+    (_evaluate(returns="percent"), "returned a percentage"),
+    (_evaluate(returns="count"), "returned the number of correct predictions"),
+    (_evaluate(returns="batch-mean"), "averaged the accuracies of the batches"),
+    (evaluate_not_implemented, "not implemented yet"),
+]
+
+
+@pytest.mark.parametrize("answer", [evaluate, evaluate_no_grad_dataset_length])
+def test_evaluate_correct(answer, capsys):
+    passes(checks.check_evaluate_accuracy, answer)
+    assert "✔" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer, expected", EVALUATE_MISTAKES)
+@pytest.mark.parametrize("hidden, seed", [(False, None), (True, 3)])
+def test_evaluate_mistakes(answer, expected, hidden, seed):
+    message = failure(checks.check_evaluate_accuracy, answer, hidden=hidden, seed=seed)
+    assert expected in message
+    assert "How to fix it:" in message
+
+
+def test_evaluate_with_autograd_message_says_the_activations_are_saved_for_nothing():
+    message = failure(checks.check_evaluate_accuracy, _evaluate(no_grad=False))
+    assert "saved its activations for a backward pass that never comes" in message
+    assert "keeps them alive as long as an output or a loss is kept" in message
+
+
+def test_evaluate_hidden_inputs_have_a_short_last_batch():
+    for seed in HIDDEN_SEEDS:
+        inputs = checks.check_evaluate_accuracy.make_inputs(seed, True)
+        assert len(inputs["X"]) % inputs["batch_size"] != 0
