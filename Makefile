@@ -41,12 +41,15 @@ INSTRUCTOR_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH" \
 
 install: $(TEST_STAMP)
 
-# Before pip: one clear line for a Python that is too old (pip would end in a bare
-# ResolutionImpossible), and a .venv made by one is rebuilt rather than kept.
+# Before pip: one clear line for a Python that is missing or too old (pip would end in a bare
+# ResolutionImpossible), and a .venv made by one is rebuilt rather than kept. A name that runs
+# nothing (not on PATH, or a pyenv shim for a version not installed) fails `--version`.
+ASK_PYTHON = run 'make $(or $(MAKECMDGOALS),install) PYTHON=python3.12' (any Python >= $(MIN_PYTHON)).
 define venv
-	@$(PYTHON) -c '$(AT_LEAST_MIN)' 2>/dev/null || { echo "The course needs Python \
-	$(MIN_PYTHON) or newer, and '$(PYTHON)' is $$($(PYTHON) --version 2>&1 || echo missing): \
-	run 'make $(or $(MAKECMDGOALS),install) PYTHON=python3.12' (any Python >= $(MIN_PYTHON))."; exit 1; }
+	@version=$$($(PYTHON) --version 2>&1) || { echo "The course needs Python $(MIN_PYTHON) or \
+	newer, and '$(PYTHON)' was not found: $(ASK_PYTHON)"; exit 1; }; \
+	$(PYTHON) -c '$(AT_LEAST_MIN)' 2>/dev/null || { echo "The course needs Python \
+	$(MIN_PYTHON) or newer, and '$(PYTHON)' is $$version: $(ASK_PYTHON)"; exit 1; }
 	@if test -x $(PY) && ! $(PY) -c '$(AT_LEAST_MIN)'; then \
 		echo "Rebuilding $(VENV): it was made by a Python older than $(MIN_PYTHON)."; rm -rf $(VENV); fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
