@@ -22,20 +22,11 @@ KERNEL_NAME := gpu-course
 # CUDA libraries) or .../whl/cu126 (older NVIDIA drivers): installed first, at the locked version.
 TORCH_INDEX ?=
 TORCH_VERSION := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' requirements.lock)
-# Jupyter refuses to run as root (containers, CI) unless told it may.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-
-# Each lab reads its own settings (jupyter/README.md) through these variables: nothing is
-# written to ~/.jupyter or the environment's global configuration.
+# Both labs start through `course lab` (course_utils/tools/lab.py), the one place their
+# settings are given (jupyter/README.md), so that the conda route opens the same lab.
+# `course gradebook` runs nbgrader's `alembic` (gradebook migrations) from PATH.
 HERE := $(abspath .)
-LEARNER_ENV := JUPYTER_CONFIG_PATH="$(HERE)/jupyter/learner$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
-	JUPYTER_PATH="$(HERE)/jupyter/share$(if $(JUPYTER_PATH),:$(JUPYTER_PATH))"
-# Both labs' defaults for JupyterLab's own settings (jupyter/README.md); a learner's settings win.
-LAB_SETTINGS := --LabApp.app_settings_dir="$(HERE)/jupyter/lab-settings"
-# nbgrader runs `alembic` (gradebook migrations) from PATH.
-INSTRUCTOR_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH" \
-	JUPYTER_CONFIG_PATH="$(HERE)/jupyter/instructor$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
-	JUPYTER_PATH="$(HERE)/jupyter/share$(if $(JUPYTER_PATH),:$(JUPYTER_PATH))"
+GRADEBOOK_ENV := PATH="$(HERE)/$(VENV)/bin:$$PATH"
 
 .PHONY: lab instructor test install release release-check bench lock clean-venv
 
@@ -69,13 +60,13 @@ $(TEST_STAMP): $(STAMP)
 
 # Learners: the released notebooks, learner extensions only.
 lab: $(STAMP)
-	$(LEARNER_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(LAB_SETTINGS) $(ROOT_FLAG) $(LAB_FLAGS)
+	$(VENV)/bin/course lab $(LAB_FLAGS)
 
 # Instructors: the whole course (formgrader needs the course folder inside the lab's root),
 # with the gradebook migrated and the lessons registered before formgrader first opens.
 instructor: $(TEST_STAMP)
-	$(INSTRUCTOR_ENV) $(VENV)/bin/course gradebook
-	$(INSTRUCTOR_ENV) $(VENV)/bin/jupyter lab --ServerApp.root_dir="$(HERE)" $(LAB_SETTINGS) $(ROOT_FLAG) $(LAB_FLAGS)
+	$(GRADEBOOK_ENV) $(VENV)/bin/course gradebook
+	$(VENV)/bin/course lab --instructor $(LAB_FLAGS)
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
