@@ -23,13 +23,19 @@ def _lab(args) -> int:
 
 def _release(args) -> int:
     from ..paths import course_root
+    from .hosted import repository_url
     from .release import release
 
     root = course_root()
     drifted = release(root, args.lessons or None, check=args.check)
+    if not repository_url(root):
+        print("Note: no public address is set ([project.urls] Repository in pyproject.toml), "
+              "so README has no Colab or Kaggle links and each lesson's first cell asks for "
+              "the address (README: Colab and Kaggle).", file=sys.stderr)
     if args.check:
         if drifted:
-            print("notebooks/ is out of date with solutions/ for: " + ", ".join(drifted)
+            print("notebooks/ and README's Colab and Kaggle links are out of date with "
+                  "solutions/ and pyproject.toml for: " + ", ".join(drifted)
                   + "\nRun `course release` and commit the result.")
             return 1
         print("notebooks/ matches what nbgrader generates from solutions/.")
