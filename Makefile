@@ -122,6 +122,7 @@ TESTED_TORCH ?= 2.11.0 2.15.0
 VERSIONS_INDEX ?= $(PYPI_INDEX)
 VERSIONS_LEFT_OUT := \
 	--ignore=tests/test_browser.py \
+	--ignore=tests/test_browser_validate.py \
 	--ignore=tests/test_grading.py \
 	--ignore=tests/test_grading_resilience.py \
 	--ignore=tests/test_exchange.py \
