@@ -91,6 +91,13 @@ lock:
 clean-venv:
 	rm -rf $(VENV)
 
+# ---- A lesson on Colab, simulated (tests/test_colab_lesson.py): not part of `make test`,
+# because the lesson's first cell installs NumPy, scikit-learn, matplotlib and tqdm from the
+# package index, as it does on a real runtime.
+.PHONY: test-colab
+test-colab: $(TEST_STAMP)
+	COURSE_COLAB_SIMULATION=1 $(PY) -m pytest -n 0 tests/test_colab_lesson.py
+
 # ---- The build every Linux learner without a GPU installs (docs/pytorch-versions.md) ----
 # PyPI's torch wheel for Linux is the CUDA build; on a machine with no NVIDIA driver it must work
 # as well as the CPU-only build. A pip configuration may prefer a CPU-only wheel of the same
