@@ -176,29 +176,27 @@ def open_links(repository: str, notebook: str) -> dict[str, str]:
 def readme_block(repository: str, notebooks: list[str]) -> str:
     """README's hosted-links block (markers included) for ``repository`` and the released
     ``notebooks`` (paths in the repository)."""
-    if not repository:
-        body = ("**No public address is set yet**, so there are no links to open the lessons "
-                "on Colab or Kaggle, and the first cell of each lesson asks for the address. "
-                "One setting makes both work: `Repository = \"https://github.com/<owner>/"
-                "<repository>\"` under `[project.urls]` in `pyproject.toml`, then `course "
-                "release`, which writes an *Open in Colab* and an *Open in Kaggle* badge per "
-                "lesson here and the address into every lesson's first cell "
-                "(`tests/test_hosted.py` checks that the two agree with the setting).")
-        body = textwrap.fill(body, 96, break_long_words=False, break_on_hyphens=False)
-    elif github_repository(repository) is None:
-        body = (f"The course's repository, `{repository}`, is not on GitHub, the one place "
-                "Colab and Kaggle open notebooks from: download a lesson from it and upload it "
-                "(Colab: *File → Upload notebook*; Kaggle: *File → Import Notebook*). Its first "
-                "cell installs the course from that address.")
-        body = textwrap.fill(body, 96, break_long_words=False, break_on_hyphens=False)
-    else:
+    if github_repository(repository):
         rows = ["| lesson | Colab | Kaggle |", "|---|---|---|"]
         for notebook in notebooks:
             links = open_links(repository, notebook)
-            lesson = notebook.split("/")[1]
-            rows.append(f"| `{lesson}` | [![Open in Colab]({COLAB_BADGE})]({links['Colab']}) "
+            rows.append(f"| `{notebook.split('/')[1]}` "
+                        f"| [![Open in Colab]({COLAB_BADGE})]({links['Colab']}) "
                         f"| [![Open in Kaggle]({KAGGLE_BADGE})]({links['Kaggle']}) |")
         body = "\n".join(rows)
+    else:
+        body = textwrap.fill(
+            f"The course's repository, `{repository}`, is not on GitHub, the one place Colab "
+            "and Kaggle open notebooks from: download a lesson from it and upload it (Colab: "
+            "*File → Upload notebook*; Kaggle: *File → Import Notebook*). Its first cell "
+            "installs the course from that address." if repository else
+            "**No public address is set yet**, so there are no links to open the lessons on "
+            "Colab or Kaggle, and the first cell of each lesson asks for the address. One "
+            "setting makes both work: `Repository = \"https://github.com/<owner>/<repository>\"` "
+            "under `[project.urls]` in `pyproject.toml`, then `course release`, which writes an "
+            "*Open in Colab* and an *Open in Kaggle* badge per lesson here and the address into "
+            "every lesson's first cell (`tests/test_hosted.py` checks that the two agree with "
+            "the setting).", 96, break_long_words=False, break_on_hyphens=False)
     return f"{README_START}\n{body}\n{README_END}"
 
 
