@@ -8,6 +8,7 @@ import pytest
 from nbconvert.filters import strip_ansi
 from nbgrader.apps import NbGrader
 from nbgrader.preprocessors import Execute
+from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssignmentHandler
 from nbgrader.validator import Validator
 
 from course_utils import checks
@@ -19,12 +20,11 @@ STOPPED = ("Validate stopped this cell after 300 s (a cell's limit in nbgrader_c
 
 
 def lab_config(monkeypatch):
-    """The configuration the learner lab's Validate handler loads: as its `load_config` does,
-    from the server's working folder, the course's (course lab starts the lab there)."""
+    """The configuration the learner lab's Validate handler loads, by its own code: from
+    Jupyter's config path and the server's working folder, the course's (`course lab` starts
+    the lab there). The method uses nothing of its handler."""
     monkeypatch.chdir(ROOT)
-    app = NbGrader()
-    app.load_config_file()
-    config = app.config
+    config = ValidateAssignmentHandler.load_config(None)
     NbGrader.clear_instance()
     return config
 
