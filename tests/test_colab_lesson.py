@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import sysconfig
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -23,6 +20,7 @@ import pytest
 from course_utils.tools import hosted
 
 from .conftest import ROOT
+from .test_hosted import simulated_runtime
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,21 +48,6 @@ nbformat.write(nb, sys.argv[2])
 """
 
 
-def runtime(folder: Path) -> Path:
-    """A Python that sees this environment's packages less HIDDEN; its own site-packages, where
-    pip installs, comes first."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "runtime")],
-                   check=True)
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(folder / "runtime")}))
-    packages = folder / "packages"
-    packages.mkdir()
-    for entry in Path(sysconfig.get_path("purelib")).iterdir():
-        if entry.name.split("-")[0].split(".")[0].lower() not in HIDDEN:
-            (packages / entry.name).symlink_to(entry)
-    (site / "hosted-runtime.pth").write_text(f"{packages}\n")
-    return folder / "runtime" / "bin" / "python"
-
-
 def text_of(cell) -> str:
     return "".join(output.get("text", "") + "".join(output.get("traceback", []))
                    for output in cell.get("outputs", []))
@@ -77,7 +60,7 @@ def test_lesson_00_on_colab_runs_from_its_first_cell_to_its_first_exercise(tmp_p
     bare = tmp_path / "course.git"
     subprocess.run(["git", "clone", "--bare", "--depth=1", "--quiet", ROOT.as_uri(), str(bare)],
                    check=True)
-    python = runtime(tmp_path)
+    python, _ = simulated_runtime(tmp_path, HIDDEN)
     nb = nbformat.read(LESSON, as_version=4)
     hosted.first_code_cell(nb).source = hosted.cell_source(
         bare.as_uri(), hosted.lesson_requirements(ROOT))

@@ -252,25 +252,33 @@ def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
     return wheel
 
 
+def simulated_runtime(folder: Path, hidden: set[str]) -> tuple[Path, Path]:
+    """A hosted runtime's Python: it sees this environment's packages, less the distributions
+    and modules named in ``hidden`` (linked into a folder that a .pth line names, so that the
+    course's editable install hook stays out), and installs into its own site-packages, which
+    come first. Its interpreter and site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "runtime")],
+                   check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(folder / "runtime")}))
+    packages = folder / "packages"
+    packages.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if entry.name.split("-")[0].split(".")[0].lower() not in hidden:
+            (packages / entry.name).symlink_to(entry)
+    (site / "hosted-runtime.pth").write_text(f"{packages}\n")
+    return folder / "runtime" / "bin" / "python", site
+
+
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory) -> dict:
     """A simulated Colab machine: a bare clone of this course, a home, and a Python that has
-    this environment's packages (less HIDDEN) but not the course (linked in a folder named by a
-    .pth line, so its editable install's import hook stays out)."""
+    this environment's packages (less HIDDEN) but not the course."""
     folder = tmp_path_factory.mktemp("colab")
     bare = folder / "course.git"
     cloned = subprocess.run(["git", "clone", "--bare", "--depth=1", "--quiet", ROOT.as_uri(),
                              str(bare)], check=False, capture_output=True, text=True)
     assert cloned.returncode == 0, f"cannot clone this checkout: {cloned.stderr}"
-    runtime = folder / "runtime"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(runtime)], check=True)
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(runtime)}))
-    packages = folder / "packages"
-    packages.mkdir()
-    for entry in Path(sysconfig.get_path("purelib")).iterdir():
-        if entry.name.split("-")[0] not in HIDDEN:
-            (packages / entry.name).symlink_to(entry)
-    (site / "hosted-runtime.pth").write_text(f"{packages}\n")
+    python, site = simulated_runtime(folder, HIDDEN)
     wheels = stand_in_wheel(folder / "wheels", "tqdm", STAND_IN_TQDM).parent
     (folder / "home").mkdir()
     env = _plain_env(folder / "home", COLAB_RELEASE_TAG="release-test",
@@ -278,7 +286,7 @@ def colab(tmp_path_factory) -> dict:
                      # pip's inverted spelling: "0" turns build isolation off, so that the
                      # build uses this environment's setuptools instead of downloading one.
                      PIP_NO_BUILD_ISOLATION="0")
-    return {"folder": folder, "bare": bare, "python": str(runtime / "bin" / "python"),
+    return {"folder": folder, "bare": bare, "python": str(python),
             "env": env, "checkout": folder / "home" / "gpu-course", "site": site}
 
 
