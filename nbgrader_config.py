@@ -28,3 +28,27 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 # same two settings (docs/instructor.md, "The exchange").
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "exchange")
+
+# Validate (the learner lab's toolbar button, and `nbgrader validate` run in this folder; both
+# read this file, `course lab` starting the lab here) reruns the whole notebook in a new kernel,
+# then lists each check that fails with its message. nbgrader's own limits do not fit the
+# course: 30 s a cell, and 4 s for a cell's last output to arrive after it finished, past which
+# the whole run ends in a 40-line CellTimeoutError traceback (seen at load average 15 in lesson
+# 08's compile cell, walkthrough r4 M1). These fit the slowest cell of every lesson (Inductor's
+# first compile in lesson 08, torchrun's two ranks in lesson 07) on a busy 2-core laptop, with
+# room to spare; a cell that still runs past its limit is stopped and shown as failing, in the
+# line below, while the rest of the notebook is still validated. They also hold for
+# `nbgrader autograde`; `course grade` has limits of its own (README: Limits).
+VALIDATE_CELL_SECONDS = 300
+c.Execute.timeout = VALIDATE_CELL_SECONDS
+c.Execute.iopub_timeout = 120
+c.Execute.raise_on_iopub_timeout = False
+c.Execute.startup_timeout = 120
+# An error is reported as its one line ("NameError: name 'predict' is not defined"), a failed
+# check as its message (course_utils/checks), and a cell stopped at its limit as the line below,
+# never as a traceback through the course's or nbclient's code.
+c.Execute.extra_arguments = ["--InteractiveShell.xmode=Minimal"]
+STOPPED = (f"Validate stopped this cell after {VALIDATE_CELL_SECONDS} s (a cell's limit in "
+           "nbgrader_config.py). Run the cell in the notebook to see what it waits for, then "
+           "validate again.")
+c.Execute.error_on_timeout = {"ename": "CellTimeoutError", "evalue": "", "traceback": [STOPPED]}

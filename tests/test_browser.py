@@ -89,8 +89,11 @@ class Lab:
 
     def __init__(self, course: Path, target: str, log: Path):
         self.port, self.token = free_port(), "browser-test"
+        # A workspace of its own: JupyterLab otherwise keeps the open notebooks in one file
+        # under the home folder, and another test's lab (on another worker) reopens them.
         flags = (f"--no-browser --port={self.port} --ServerApp.ip=127.0.0.1 "
-                 f"--IdentityProvider.token={self.token} --ServerApp.port_retries=0")
+                 f"--IdentityProvider.token={self.token} --ServerApp.port_retries=0 "
+                 f"--LabApp.workspaces_dir={log.parent / (log.stem + '-workspaces')}")
         self.log = log
         with log.open("w") as output:  # the child keeps its own copy of the descriptor
             self.process = subprocess.Popen(

@@ -4,12 +4,18 @@ elsewhere (course_utils/tools/hosted.py).
 Colab is simulated on this machine: its environment variable (or a `google.colab` module), a
 home folder of its own, the course's repository as a local bare clone (file://), and a Python
 environment of its own that sees this one's packages (PyTorch & co., as a hosted runtime has
-them) but not the course, which pip installs there from the clone with nothing downloaded.
+them) but not the course, which pip installs there from the clone with nothing downloaded, nor
+JupyterLab, which the course requires for a local lab and a hosted runtime lacks.
+
+README's links that open each lesson on Colab and Kaggle come from the same setting as the
+cell's address (`[project.urls] Repository`), written by `course release`.
 """
 from __future__ import annotations
 
 import ast
 import os
+import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -81,6 +87,65 @@ def test_an_address_git_cannot_clone_is_refused(tmp_path):
     course = _course_with_urls(tmp_path, 'Repository = "github.com/owner/repo"')
     with pytest.raises(hosted.RepositoryError, match=r"'github.com/owner/repo'.*https://"):
         hosted.repository_url(course)
+
+
+def test_readme_links_are_what_the_setting_gives():
+    """Checks README's Colab and Kaggle block is today's rendering of pyproject's address
+    (none yet: the block says so, and how one setting makes the route work)."""
+    assert not hosted.update_readme(ROOT, write=False), "run `course release`"
+    readme = (ROOT / "README.md").read_text()
+    assert "**No public address is set yet**" in readme  # until Repository is set
+    assert "colab.research.google.com/github/" not in readme
+
+
+@pytest.fixture
+def published(tmp_path) -> Path:
+    """A copy of the course's README and release with a GitHub address set in pyproject.toml."""
+    course = _course_with_urls(tmp_path, 'Repository = "https://github.com/example/gpu-course"')
+    shutil.copy(ROOT / "README.md", course / "README.md")
+    (course / "notebooks").symlink_to(ROOT / "notebooks")
+    return course
+
+
+def test_with_an_address_each_lesson_has_links_that_agree_with_its_first_cell(published):
+    """Checks one setting gives every released lesson an Open in Colab and an Open in Kaggle
+    link to its notebook on GitHub, and the first cell clones that same repository."""
+    assert hosted.update_readme(published, write=True)
+    assert not hosted.update_readme(published, write=False)
+    readme = (published / "README.md").read_text()
+    block = readme[readme.index(hosted.README_START):readme.index(hosted.README_END)]
+    colab = re.findall(r"\(https://colab\.research\.google\.com/github/([^/]+)/([^/]+)/blob/"
+                       r"main/(notebooks/[^)]+\.ipynb)\)", block)
+    kaggle = re.findall(r"\(https://kaggle\.com/kernels/welcome\?src=https://github\.com/"
+                        r"([^/]+)/([^/]+)/blob/main/(notebooks/[^)]+\.ipynb)\)", block)
+    released = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("notebooks/*/*.ipynb"))
+    assert len(released) == 9
+    assert colab == kaggle == [("example", "gpu-course", path) for path in released]
+    assert block.count("[![Open in Colab]") == block.count("[![Open in Kaggle]") == 9
+    cell = hosted.course_cell_source(published)
+    address = ast.literal_eval(re.search(r"^REPOSITORY = (.+?)  #", cell, re.MULTILINE)[1])
+    assert hosted.github_repository(address) == ("example", "gpu-course")
+    assert "No public address" not in readme
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://github.com/owner/repo", ("owner", "repo")),
+    ("https://github.com/owner/repo.git", ("owner", "repo")),
+    ("https://github.com/owner/my.repo/", ("owner", "my.repo")),
+    ("git@github.com:owner/repo.git", ("owner", "repo")),
+    ("https://gitlab.com/owner/repo", None),
+    ("https://github.com/owner", None),
+])
+def test_github_addresses_are_recognised(url, expected):
+    """Checks which addresses Colab and Kaggle links can be made for."""
+    assert hosted.github_repository(url) == expected
+
+
+def test_an_address_off_github_says_how_to_open_a_lesson():
+    """Checks a repository elsewhere gets no links that cannot work, and the upload route."""
+    block = hosted.readme_block("https://git.example.org/course.git",
+                                ["notebooks/00_setup/setup.ipynb"])
+    assert "colab.research.google.com" not in block and "Upload notebook" in block
 
 
 def test_needs_cover_what_the_lessons_import():
@@ -163,34 +228,73 @@ def test_without_an_address_it_says_so_in_one_line(tmp_path, home, hosted_by):
     assert list(home.iterdir()) == []
 
 
+# Hidden from the simulated runtime: JupyterLab (the course requires it for a local lab; a
+# hosted runtime lacks it), and tqdm, which the cell then installs from a stand-in wheel, so
+# that pip checks the environment after installing, where it would report JupyterLab in red.
+HIDDEN = {"jupyterlab", "tqdm"}
+STAND_IN_TQDM = "4.99.0"
+
+
+def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
+    """A minimal wheel that pip installs offline (an empty module and its metadata)."""
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": "",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                             "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    folder.mkdir(exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def simulated_runtime(folder: Path, hidden: set[str]) -> tuple[Path, Path]:
+    """A hosted runtime's Python: it sees this environment's packages, less the distributions
+    and modules named in ``hidden`` (linked into a folder that a .pth line names, so that the
+    course's editable install hook stays out), and installs into its own site-packages, which
+    come first. Its interpreter and site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "runtime")],
+                   check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(folder / "runtime")}))
+    packages = folder / "packages"
+    packages.mkdir()
+    for entry in Path(sysconfig.get_path("purelib")).iterdir():
+        if entry.name.split("-")[0].split(".")[0].lower() not in hidden:
+            (packages / entry.name).symlink_to(entry)
+    (site / "hosted-runtime.pth").write_text(f"{packages}\n")
+    return folder / "runtime" / "bin" / "python", site
+
+
 @pytest.fixture(scope="module")
 def colab(tmp_path_factory) -> dict:
     """A simulated Colab machine: a bare clone of this course, a home, and a Python that has
-    this environment's packages but not the course (a .pth line, so its editable install's
-    import hook stays out)."""
+    this environment's packages (less HIDDEN) but not the course."""
     folder = tmp_path_factory.mktemp("colab")
     bare = folder / "course.git"
     cloned = subprocess.run(["git", "clone", "--bare", "--depth=1", "--quiet", ROOT.as_uri(),
                              str(bare)], check=False, capture_output=True, text=True)
     assert cloned.returncode == 0, f"cannot clone this checkout: {cloned.stderr}"
-    runtime = folder / "runtime"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(runtime)], check=True)
-    site = Path(sysconfig.get_path("purelib", vars={"base": str(runtime)}))
-    (site / "hosted-runtime.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    python, site = simulated_runtime(folder, HIDDEN)
+    wheels = stand_in_wheel(folder / "wheels", "tqdm", STAND_IN_TQDM).parent
     (folder / "home").mkdir()
     env = _plain_env(folder / "home", COLAB_RELEASE_TAG="release-test",
-                     PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1",
+                     PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels),
                      # pip's inverted spelling: "0" turns build isolation off, so that the
                      # build uses this environment's setuptools instead of downloading one.
                      PIP_NO_BUILD_ISOLATION="0")
-    env.pop("PIP_FIND_LINKS", None)
-    return {"folder": folder, "bare": bare, "python": str(runtime / "bin" / "python"),
-            "env": env, "checkout": folder / "home" / "gpu-course"}
+    return {"folder": folder, "bare": bare, "python": str(python),
+            "env": env, "checkout": folder / "home" / "gpu-course", "site": site}
 
 
 def test_on_colab_it_clones_installs_and_the_same_process_imports_the_course(colab):
     """Checks the first run clones and installs, the second changes nothing, and the running
-    process imports course_utils from the clone, as does a fresh one (runtime restarted)."""
+    process imports course_utils from the clone, as does a fresh one (runtime restarted). pip
+    prints no red resolver error for what the course requires and the runtime lacks."""
     cell = hosted.cell_source(colab["bare"].as_uri(), hosted.lesson_requirements(ROOT))
     work = colab["folder"] / "work"
     work.mkdir()
@@ -200,6 +304,8 @@ def test_on_colab_it_clones_installs_and_the_same_process_imports_the_course(col
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == installed + imported  # the second run: nothing to do, silently
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr, done.stderr
+    # pip installed the missing tqdm, then checked what the course requires, quietly
+    assert (colab["site"] / f"tqdm-{STAND_IN_TQDM}.dist-info").is_dir()
     assert (colab["checkout"] / ".git").is_dir()
     restarted = _run(cell, work, colab["env"], colab["python"])
     assert (restarted.returncode, restarted.stdout) == (0, imported), restarted.stderr

@@ -52,6 +52,24 @@ def test_a_python_older_than_3_10_stops_in_one_line(clone):
     assert not (clone / ".venv").exists()
 
 
+@pytest.mark.parametrize("missing", ["nosuchpython", "pyenv-shim"])
+def test_a_python_that_is_not_there_is_named_not_found(clone, missing):
+    """Checks a name on no PATH, or a pyenv shim for a version not installed (it prints its own
+    lines and exits 127), gives one line saying it was not found, not a version complaint."""
+    if missing == "pyenv-shim":
+        shim = clone / "python3.9"
+        shim.write_text('#!/bin/sh\necho "pyenv: python3.9: command not found" >&2\n'
+                        'echo "The `python3.9\' command exists in these Python versions:" >&2\n'
+                        "exit 127\n")
+        shim.chmod(0o755)
+        missing = str(shim)
+    done = make(clone, "lab", f"PYTHON={missing}")
+    assert done.returncode != 0
+    assert done.stdout == (f"The course needs Python 3.10 or newer, and '{missing}' was not "
+                           "found: run 'make lab PYTHON=python3.12' (any Python >= 3.10).\n")
+    assert not (clone / ".venv").exists()
+
+
 def test_a_venv_made_by_an_old_python_is_rebuilt(clone):
     old = fake_python(clone / "old-python", "3.9.18")
     new_venv_python = fake_python(clone / "new-venv-python", "3.12.4")

@@ -15,15 +15,27 @@ def _doctor(args) -> int:
     return doctor.main(as_json=args.json)
 
 
+def _lab(args) -> int:
+    from .lab import main
+
+    return main(instructor=args.instructor, flags=args.jupyter_flags)
+
+
 def _release(args) -> int:
     from ..paths import course_root
+    from .hosted import repository_url
     from .release import release
 
     root = course_root()
     drifted = release(root, args.lessons or None, check=args.check)
+    if not repository_url(root):
+        print("Note: no public address is set ([project.urls] Repository in pyproject.toml), "
+              "so README has no Colab or Kaggle links and each lesson's first cell asks for "
+              "the address (README: Colab and Kaggle).", file=sys.stderr)
     if args.check:
         if drifted:
-            print("notebooks/ is out of date with solutions/ for: " + ", ".join(drifted)
+            print("notebooks/ and README's Colab and Kaggle links are out of date with "
+                  "solutions/ and pyproject.toml for: " + ", ".join(drifted)
                   + "\nRun `course release` and commit the result.")
             return 1
         print("notebooks/ matches what nbgrader generates from solutions/.")
@@ -182,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print JSON instead of text")
     doctor.set_defaults(run=_doctor)
 
+    lab = commands.add_parser(
+        "lab", allow_abbrev=False,
+        help="open JupyterLab on the lessons with the course's settings (what `make lab` runs); "
+             "other arguments go to JupyterLab")
+    lab.add_argument("--instructor", action="store_true",
+                     help="the whole course, with nbgrader's instructor tools (formgrader)")
+    lab.set_defaults(run=_lab, passes_flags_on=True)
+
     release = commands.add_parser("release", help="regenerate notebooks/ from solutions/")
     release.add_argument("lessons", nargs="*", metavar="LESSON", help="default: every lesson")
     release.add_argument("--check", action="store_true",
@@ -228,7 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passes_flags_on", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.jupyter_flags = unknown
     try:
         return args.run(args)
     except (ValueError, FileNotFoundError, SandboxUnavailable, LimitsUnavailable) as error:

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from ..paths import check_lessons, ensure_tools_on_path
-from .hosted import update_lessons
+from .hosted import update_lessons, update_readme
 from .hygiene import clean_notebook
 
 
@@ -51,10 +51,12 @@ def _differs(generated: Path, released: Path) -> bool:
 
 
 def release(root: Path, lessons: list[str] | None = None, check: bool = False) -> list[str]:
-    """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted.
+    """Regenerate (or, with ``check``, compare) each lesson; return the lessons that drifted,
+    and "README.md" when its Colab and Kaggle links did.
 
     First each lesson's solutions/ notebook gets today's first cell (hosted.py), which holds
-    the repository address from pyproject.toml; with ``check``, a stale one is drift.
+    the repository address from pyproject.toml; with ``check``, a stale one is drift. Last,
+    README's links to open the lessons on Colab and Kaggle are written from the same address.
     """
     chosen = check_lessons(root, lessons)
     stale_sources = update_lessons(root, chosen, write=not check)
@@ -71,4 +73,6 @@ def release(root: Path, lessons: list[str] | None = None, check: bool = False) -
                 if not check:
                     shutil.rmtree(released, ignore_errors=True)
                     shutil.copytree(generated, released)
+    if update_readme(root, write=not check):
+        drifted.append("README.md")
     return drifted
