@@ -407,7 +407,7 @@ def test_a_checkpoint_is_read_without_trusting_it(tmp_path):
 def test_reports_the_checkpoint_does_not_confirm_earn_nothing(script):
     """A script that writes the ranks' reports of a right run itself, without DDP, training or
     checkpoint: nothing confirms them, and the check says so."""
-    from .test_grading_evidence import FORGED_SCRIPT
+    from ...test_grading_evidence import FORGED_SCRIPT
 
     path = script(FORGED_SCRIPT.split("\n", 1)[1])
     message = failure(checks.check_ddp_script, path)
