@@ -1,0 +1,64 @@
+"""python -m tests.mutation [--exercise lessonNN/<id> ...] [--slow] [--seeds 1,7,42] [--write]
+
+Runs the mutation analysis (docs/mutation.md says what it measures) and prints each
+exercise's figures; --write records them in tests/mutation/baseline.json and rewrites
+docs/mutation.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .analysis import analyse
+from .exercises import exercise, exercises
+from .run import settings
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation", description=__doc__)
+    parser.add_argument("--exercise", action="append", help="lessonNN/<id>; default: all")
+    parser.add_argument("--slow", action="store_true", help="also the exercises marked slow")
+    parser.add_argument("--seeds", help="hidden seeds, comma-separated (default: per exercise)")
+    parser.add_argument("--write", action="store_true", help="update the baseline and report")
+    parser.add_argument("--verbose", action="store_true", help="print every variant's verdict")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = _arguments(argv)
+    import course_utils.checks  # noqa: F401 - loaded once, before the children fork
+
+    chosen = [exercise(key) for key in args.exercise] if args.exercise else [
+        e for e in exercises() if args.slow or not settings(e).slow]
+    seeds = tuple(int(s) for s in args.seeds.split(",") if s) if args.seeds is not None \
+        else None
+    started, records = time.perf_counter(), []
+
+    def progress(found, row):
+        if args.verbose:
+            print(f"  {row['verdict']:10} {row['id']} {row['detail']}", flush=True)
+
+    for found in chosen:
+        record = analyse(found, seeds, progress=progress)
+        records.append(record)
+        g, learner = record["generic"], record["learner"]
+        right = record["alternatives"] - len(record["alternatives_lost"])
+        print(f"{found.key}: generic {g['variants']} (killed {g['killed']:.0%}, named "
+              f"{g['named_share']:.0%}), learner {learner['variants']} (killed "
+              f"{learner['killed']:.0%}, named {learner['named_share']:.0%}), survivors "
+              f"{len(record['survivors'])}, right {right}/{record['alternatives']}, "
+              f"{record['seconds']:.0f} s", flush=True)
+    elapsed = time.perf_counter() - started
+    print(f"{len(records)} exercise(s) in {elapsed:.0f} s")
+    if args.write:
+        from .report import save
+
+        save(records, f"{len(records)} exercise(s) run in {elapsed:.0f} s (wall clock) on "
+                      f"{time.strftime('%Y-%m-%d')}, hidden seeds "
+                      f"{seeds if seeds is not None else 'per exercise (default 1, 7, 42)'}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
