@@ -21,6 +21,8 @@ def _arguments(argv):
     parser.add_argument("--slow", action="store_true", help="also the exercises marked slow")
     parser.add_argument("--seeds", help="hidden seeds, comma-separated (default: per exercise)")
     parser.add_argument("--write", action="store_true", help="update the baseline and report")
+    parser.add_argument("--alternatives", action="store_true",
+                        help="run the right alternatives only (no variants)")
     parser.add_argument("--verbose", action="store_true", help="print every variant's verdict")
     return parser.parse_args(argv)
 
@@ -40,7 +42,10 @@ def main(argv=None) -> int:
             print(f"  {row['verdict']:10} {row['id']} {row['detail']}", flush=True)
 
     for found in chosen:
-        record = analyse(found, seeds, progress=progress)
+        record = analyse(found, seeds, only=[] if args.alternatives else None,
+                         progress=progress)
+        for lost in record["alternatives_lost"]:
+            print(f"  right alternative {lost['alternative']} lost points: {lost['message']}")
         records.append(record)
         g, learner = record["generic"], record["learner"]
         right = record["alternatives"] - len(record["alternatives_lost"])

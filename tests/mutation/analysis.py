@@ -47,9 +47,12 @@ def figures(rows: list[dict]) -> dict:
 def warm_up(exercise: Exercise, seeds: tuple[int, ...]) -> str:
     """Run the check on the model answer here, before any child forks: its imports (torch,
     the probe's helpers) are then loaded once. Returns the message if it loses points."""
+    import torch
+
     from .run import check_runs
     from .variants import original
 
+    torch.set_num_threads(1)  # a child forked after a parallel region would wait forever
     if exercise.script:
         return ""  # a script's check launches processes: nothing to load here
     runs = check_runs(exercise, exercise.answers(original(exercise)), seeds[:1])

@@ -27,7 +27,7 @@ class Settings:
     """How one exercise is run; an exercise not in SETTINGS gets the defaults."""
 
     hidden_seeds: tuple[int, ...] = HIDDEN_SEEDS
-    timeout_s: float = 60.0
+    timeout_s: float = 20.0  # a check takes about a second here; a variant may loop
     slow: bool = False  # left out unless asked for (--slow): say why in `why`
     why: str = ""
 
