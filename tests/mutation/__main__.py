@@ -7,8 +7,10 @@ docs/mutation.md.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
 from .analysis import analyse
 from .exercises import exercise, exercises
@@ -20,7 +22,11 @@ def _arguments(argv):
     parser.add_argument("--exercise", action="append", help="lessonNN/<id>; default: all")
     parser.add_argument("--slow", action="store_true", help="also the exercises marked slow")
     parser.add_argument("--seeds", help="hidden seeds, comma-separated (default: per exercise)")
-    parser.add_argument("--write", action="store_true", help="update the baseline and report")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a figure falls below tests/mutation/baseline.json")
+    parser.add_argument("--write", action="store_true",
+                        help="update the baseline and docs/mutation.md (after --check passes)")
+    parser.add_argument("--json", help="write the records to this file")
     parser.add_argument("--alternatives", action="store_true",
                         help="run the right alternatives only (no variants)")
     parser.add_argument("--verbose", action="store_true", help="print every variant's verdict")
@@ -56,9 +62,16 @@ def main(argv=None) -> int:
               f"{record['seconds']:.0f} s", flush=True)
     elapsed = time.perf_counter() - started
     print(f"{len(records)} exercise(s) in {elapsed:.0f} s")
-    if args.write:
-        from .report import save
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1, ensure_ascii=False))
+    from .report import load_baseline, regressions, save
 
+    worse = [line for record in records for line in regressions(record, load_baseline())]
+    for line in worse:
+        print(f"WORSE: {line}")
+    if args.check and worse:
+        return 1
+    if args.write:
         save(records, f"{len(records)} exercise(s) run in {elapsed:.0f} s (wall clock) on "
                       f"{time.strftime('%Y-%m-%d')}, hidden seeds "
                       f"{seeds if seeds is not None else 'per exercise (default 1, 7, 42)'}.")

@@ -385,7 +385,7 @@ def ceil_to_floor(node, place, env):
 
 def mean_over_samples(node, place, env):
     if call_name(node) == "len" and node.args and any(
-            "loader" in name or "batches" in name for name in names_in(node.args[0])):
+            "loader" in name for name in names_in(node.args[0])):
         yield changed(node, lambda n: ast.Call(n.func, [ast.Attribute(
             copy.deepcopy(n.args[0]), "dataset", ast.Load())], []))
 

@@ -135,3 +135,25 @@ def markdown(baseline: dict) -> str:
     lines += ["## Equivalent variants", "",
               *(f"- `{vid}`: {why}" for vid, why in sorted(listed.items())), ""]
     return "\n".join(lines)
+
+
+def regressions(record: dict, baseline: dict) -> list[str]:
+    """What got worse than the recorded baseline: a share, a new survivor, a lost alternative."""
+    known = baseline["exercises"].get(record["exercise"])
+    if known is None:  # a new exercise: its first run becomes its baseline
+        return []
+    found = []
+    for kind in ("generic", "learner"):
+        for share in ("killed", "named_share"):
+            if record[kind][share] < known[kind][share] - 1e-9:
+                found.append(f"{record['exercise']}: {kind} {share} fell from "
+                             f"{known[kind][share]:.0%} to {record[kind][share]:.0%}")
+    for vid in sorted(set(record["survivors"]) - set(known["survivors"])):
+        row = next(row for row in record["rows"] if row["id"] == vid)
+        found.append(f"new survivor {vid}: {row['detail']} (make the check fail on it, or "
+                     "list it in tests/mutation/equivalents.json with the reason)")
+    lost = {item["alternative"] for item in known["alternatives_lost"]}
+    found += [f"{record['exercise']}: right alternative {item['alternative']} lost points: "
+              f"{item['message']}" for item in record["alternatives_lost"]
+              if item["alternative"] not in lost]
+    return found
