@@ -15,6 +15,7 @@ from pathlib import Path
 from .analysis import analyse
 from .exercises import exercise, exercises
 from .run import settings
+from .variants import variants
 
 
 def _arguments(argv):
@@ -29,6 +30,8 @@ def _arguments(argv):
     parser.add_argument("--json", help="write the records to this file")
     parser.add_argument("--alternatives", action="store_true",
                         help="run the right alternatives only (no variants)")
+    parser.add_argument("--kind", choices=["generic", "learner"],
+                        help="run one class of variants only (a lighter run)")
     parser.add_argument("--verbose", action="store_true", help="print every variant's verdict")
     return parser.parse_args(argv)
 
@@ -48,8 +51,9 @@ def main(argv=None) -> int:
             print(f"  {row['verdict']:10} {row['id']} {row['detail']}", flush=True)
 
     for found in chosen:
-        record = analyse(found, seeds, only=[] if args.alternatives else None,
-                         progress=progress)
+        only = [] if args.alternatives else [v for v in variants(found) if v.kind == args.kind] \
+            if args.kind else None
+        record = analyse(found, seeds, only=only, progress=progress)
         for lost in record["alternatives_lost"]:
             print(f"  right alternative {lost['alternative']} lost points: {lost['message']}")
         records.append(record)

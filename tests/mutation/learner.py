@@ -82,6 +82,20 @@ def hard_coded_cuda(node, place, env):
         yield changed(node, cuda)
 
 
+def string_for_device(node, place, env):
+    """torch.device("cuda") → "cuda": a string where a torch.device is asked for."""
+    if call_name(node) == "device" and len(node.args) == 1 and not node.keywords and \
+            isinstance(node.args[0], ast.Constant):
+        yield changed(node, lambda n: n.args[0])
+
+
+def non_blocking_copy_back(node, place, env):
+    """x.cpu() → x.to("cpu", non_blocking=True): read before the copy has finished."""
+    if _method(node, "cpu") and not node.args:
+        yield changed(node, lambda n: ast.Call(ast.Attribute(n.func.value, "to", ast.Load()), [
+            ast.Constant("cpu")], [ast.keyword("non_blocking", ast.Constant(True))]))
+
+
 def forgot_detach(node, place, env):
     if _method(node, "detach"):
         yield changed(node, lambda n: n.func.value)
@@ -421,6 +435,10 @@ LEARNER = (
              MOVE, wrong_device),
     _learner("hard-coded-cuda", "the device hard-coded as 'cuda'",
              ("cuda", "device", "hard-coded", "gpu", "not compiled"), hard_coded_cuda),
+    _learner("string-for-device", "a device name (a string) returned instead of a torch.device",
+             ("string", "str", "torch.device"), string_for_device),
+    _learner("non-blocking-copy-back", "a non_blocking copy to the CPU read without waiting",
+             ("non_blocking", "synchron", "wait", "pinned", "finished"), non_blocking_copy_back),
     _learner("forgot-detach", "detach() forgotten: the graph is kept alive",
              ("detach", "graph", "autograd", "grad"), forgot_detach),
     _learner("item-instead-of-detach", ".item() (a host read every step) instead of "
