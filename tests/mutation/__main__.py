@@ -53,7 +53,8 @@ def main(argv=None) -> int:
     for found in chosen:
         only = [] if args.alternatives else [v for v in variants(found) if v.kind == args.kind] \
             if args.kind else None
-        record = analyse(found, seeds, only=only, progress=progress)
+        record = analyse(found, seeds, only=only, progress=progress,
+                         note=f"{args.kind} variants only" if args.kind else "")
         for lost in record["alternatives_lost"]:
             print(f"  right alternative {lost['alternative']} lost points: {lost['message']}")
         records.append(record)

@@ -60,7 +60,7 @@ def warm_up(exercise: Exercise, seeds: tuple[int, ...]) -> str:
 
 
 def analyse(exercise: Exercise, seeds: tuple[int, ...] | None = None,
-            only: list[Variant] | None = None, progress=None) -> dict:
+            only: list[Variant] | None = None, progress=None, note: str = "") -> dict:
     """Run every variant (or ``only``) and every right alternative; the exercise's record."""
     setting = settings(exercise)
     seeds = setting.hidden_seeds if seeds is None else seeds
@@ -84,7 +84,7 @@ def analyse(exercise: Exercise, seeds: tuple[int, ...] | None = None,
             lost.append({"alternative": alternative_name(answer), "message": (
                 short[0]["message"] if short else json.dumps(result))})
     return {
-        "exercise": exercise.key, "hidden_seeds": list(seeds),
+        "exercise": exercise.key, "hidden_seeds": list(seeds), "note": note,
         "seconds": round(time.perf_counter() - started, 1),
         "generic": figures([row for row in rows if row["kind"] == "generic"]),
         "learner": figures([row for row in rows if row["kind"] == "learner"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -148,10 +149,28 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
         (a for a in reversed(place.ancestors) if isinstance(a, ast.stmt)), node)
     names = set().union(*(names_in(part) for part in header(statement))) if header(
         statement) else set()
+    names |= {STATEMENT_WORDS[type(statement)]} if type(statement) in STATEMENT_WORDS else set()
+    names |= _dict_keys(node, place)
     functions = [a for a in place.ancestors if isinstance(a, ast.FunctionDef)]
     if functions and any(isinstance(a, ast.ClassDef) for a in place.ancestors):
         names.add(functions[-1].name.strip("_"))
-    return tuple(sorted(n for n in names if len(n) >= 3 and n not in IGNORED_NAMES))
+    keys = _dict_keys(node, place)
+    return tuple(sorted(n for n in names if (len(n) >= 3 or n in keys) and n not in IGNORED_NAMES))
+
+
+STATEMENT_WORDS = {ast.Return: "return", ast.For: "loop", ast.While: "loop",
+                   ast.Try: "except"}
+
+
+def _dict_keys(node: ast.AST, place: Place) -> set[str]:
+    """The key of the dict entry a change sits in: an entry is named by its key."""
+    chain = [*place.ancestors, node]
+    for parent, child in itertools.pairwise(chain):
+        if isinstance(parent, ast.Dict) and child in parent.values:
+            key = parent.keys[parent.values.index(child)]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return {key.value}
+    return set()
 
 
 def expression_in_load(place: Place) -> bool:

@@ -9,7 +9,7 @@ import json
 
 from .analysis import HERE, equivalents
 from .exercises import ROOT, exercises
-from .run import settings
+from .run import HIDDEN_SEEDS, settings
 
 BASELINE = HERE / "baseline.json"
 REPORT = ROOT / "docs" / "mutation.md"
@@ -34,7 +34,14 @@ def save(records: list[dict], run_note: str) -> dict:
     order = [exercise.key for exercise in exercises()]
     baseline["exercises"] = {key: baseline["exercises"][key] for key in order
                              if key in baseline["exercises"]}
-    baseline["run"] = run_note
+    keys = {record["exercise"] for record in records}
+    if keys >= {e.key for e in exercises() if not settings(e).slow}:
+        baseline["run"] = run_note
+        slow = {e.key for e in exercises() if settings(e).slow}
+        baseline["partial_runs"] = {k: v for k, v in baseline.get("partial_runs", {}).items()
+                                    if set(k.split(", ")) <= slow}
+    else:
+        baseline.setdefault("partial_runs", {})[", ".join(sorted(keys))] = run_note
     BASELINE.write_text(json.dumps(baseline, indent=1, ensure_ascii=False) + "\n")
     REPORT.write_text(markdown(baseline))
     return baseline
@@ -47,7 +54,12 @@ def _share(value: float) -> str:
 def _row(key: str, record: dict) -> str:
     g, learner = record["generic"], record["learner"]
     lost = len(record["alternatives_lost"])
-    return (f"| {key} | {g['variants']} | {g['equivalent']} | {_share(g['killed'])} | "
+    notes = [record["note"]] if record.get("note") else []
+    if tuple(record["hidden_seeds"]) != HIDDEN_SEEDS:
+        notes.append(f"hidden seeds {record['hidden_seeds']}" if record["hidden_seeds"] else
+                     "visible inputs only")
+    note = f" ({'; '.join(notes)})" if notes else ""
+    return (f"| {key}{note} | {g['variants']} | {g['equivalent']} | {_share(g['killed'])} | "
             f"{_share(g['named_share'])} | {learner['variants']} | {learner['equivalent']} | "
             f"{_share(learner['killed'])} | {_share(learner['named_share'])} | "
             f"{record['alternatives'] - lost}/{record['alternatives']} | "
@@ -98,7 +110,8 @@ def markdown(baseline: dict) -> str:
         ("**What the figures mean.** *killed*: the share of non-equivalent variants the check "
         "fails on at least one of those runs. *named*: the share it fails with a message that "
         "names the change — for a generic variant, a name from the changed statement or the "
-        "operator's construct anywhere in the message; for a learner variant, a word of the "
+        "operator's construct in what the message says went wrong (its 'How to fix it' lines "
+        "left out); for a learner variant, a word of the "
         "modelled mistake in the message's first sentence (the first failed run's message). "
         "A variant that passes every run is a *survivor*, unless "
         "tests/mutation/equivalents.json lists it with the reason it behaves as the model "
@@ -115,7 +128,10 @@ def markdown(baseline: dict) -> str:
         "survivors. The gap is the ratchet's: tests/test_mutation.py fails when a figure "
         "drops below tests/mutation/baseline.json or a new survivor appears."),
         "",
-        f"**This run**: {baseline.get('run', '')}",
+        f"**The full run** (every exercise but those marked slow): {baseline.get('run', '')}",
+        "",
+        *(f"**Run apart**, {keys}: {note}" for keys, note in baseline.get(
+            "partial_runs", {}).items()),
         "",
     ]
     if skipped:

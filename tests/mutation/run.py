@@ -33,6 +33,9 @@ class Settings:
 
 
 SETTINGS = {
+    "lesson07/accumulation_step": Settings(
+        hidden_seeds=(1, 7),
+        why="each run builds a two-rank process group in-process (about 2 s): two hidden seeds"),
     "lesson07/ddp_script": Settings(
         hidden_seeds=(), timeout_s=400.0, slow=True,
         why="each run launches torchrun with two CPU ranks (about 10 s of CPU each): run "
@@ -122,12 +125,21 @@ def mentions(text: str, keyword: str) -> bool:
     """Whether text names keyword: short words whole ('cpu', 'dim'), long ones by their stem
     ('synchronize' matches 'synchronises'), ignoring case and punctuation ('zero_grad()')."""
     word = _normal(keyword)
-    if len(word) < 3:
+    if not word:
         return False
-    if len(word) <= 4:
+    if len(word) <= 4:  # whole, or nearly: 'cpu', 'dim', a dict's key 'a'
+        if len(word) < 3:
+            return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text.lower()) \
+                is not None
         return re.search(rf"(?<![a-z0-9]){re.escape(keyword.lower())}", text.lower()) is not None
     stem = word if len(word) <= 6 else word[:max(6, len(word) - 3)]
     return stem in _normal(text)
+
+
+def causes(message: str) -> str:
+    """The message without its fixes ("How to fix it: ..." lines): what it says went wrong."""
+    return "\n".join(line for line in message.splitlines()
+                     if not line.startswith("How to fix it"))
 
 
 def first_sentence(message: str) -> str:
@@ -146,6 +158,6 @@ def classify(variant: Variant, result: dict, equivalents: dict[str, str]) -> tup
     if not failing:
         return ("equivalent" if variant.id in equivalents else "survivor"), ""
     message = failing[0]["message"]
-    text = first_sentence(message) if variant.kind == "learner" else message
+    text = first_sentence(message) if variant.kind == "learner" else causes(message)
     named = any(mentions(text, keyword) for keyword in variant.keywords)
     return ("named" if named else "generic"), message

@@ -65,7 +65,7 @@ def variants(exercise: Exercise, operators: tuple[Operator, ...] = OPERATORS) ->
                 source = _apply(tree, positions[id(node)], edit)
                 if source is None or source == unchanged or (operator.kind, source) in found:
                     continue
-                words = operator.keywords + edit.keywords + (
+                words = operator.keywords + tuple(w for w in edit.keywords if len(w) >= 3) + (
                     construct_names(node, place) if operator.construct else ())
                 digest = hashlib.sha1(source.encode()).hexdigest()[:8]
                 found[operator.kind, source] = Variant(
