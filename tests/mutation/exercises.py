@@ -7,6 +7,7 @@ A cell that starts with ``%%writefile`` is a script: the check gets the path of 
 from __future__ import annotations
 
 import ast
+import linecache
 import re
 import tempfile
 from dataclasses import dataclass
@@ -50,7 +51,10 @@ class Exercise:
             return (str(path),)
         namespace: dict = {}
         exec(compile(self.imports, f"<{self.key} imports>", "exec"), namespace)  # noqa: S102
-        exec(compile(source, f"<{self.key}>", "exec"), namespace)  # noqa: S102
+        # As in a notebook, a traceback can quote the line: messages may cite the learner's code.
+        filename = f"<{self.key}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102
         return tuple(namespace[name] for name in self.names)
 
 

@@ -51,6 +51,12 @@ def _share(value: float) -> str:
     return f"{100 * value:.0f} %"
 
 
+def _judged(figures: dict, share: str) -> str:
+    """A share, or – when no variant of the class was judged."""
+    judged = figures["named"] + figures["generic"] + figures["survivor"]
+    return _share(figures[share]) if judged else "–"
+
+
 def _row(key: str, record: dict) -> str:
     g, learner = record["generic"], record["learner"]
     lost = len(record["alternatives_lost"])
@@ -59,9 +65,9 @@ def _row(key: str, record: dict) -> str:
         notes.append(f"hidden seeds {record['hidden_seeds']}" if record["hidden_seeds"] else
                      "visible inputs only")
     note = f" ({'; '.join(notes)})" if notes else ""
-    return (f"| {key}{note} | {g['variants']} | {g['equivalent']} | {_share(g['killed'])} | "
-            f"{_share(g['named_share'])} | {learner['variants']} | {learner['equivalent']} | "
-            f"{_share(learner['killed'])} | {_share(learner['named_share'])} | "
+    return (f"| {key}{note} | {g['variants']} | {g['equivalent']} | {_judged(g, 'killed')} | "
+            f"{_judged(g, 'named_share')} | {learner['variants']} | {learner['equivalent']} | "
+            f"{_judged(learner, 'killed')} | {_judged(learner, 'named_share')} | "
             f"{record['alternatives'] - lost}/{record['alternatives']} | "
             f"{record['seconds']:.0f} |")
 
@@ -130,9 +136,8 @@ def markdown(baseline: dict) -> str:
         "",
         f"**The full run** (every exercise but those marked slow): {baseline.get('run', '')}",
         "",
-        *(f"**Run apart**, {keys}: {note}" for keys, note in baseline.get(
+        *(f"**Run apart**, {keys}: {note}\n" for keys, note in baseline.get(
             "partial_runs", {}).items()),
-        "",
     ]
     if skipped:
         lines += ["**Not run**: " + "; ".join(skipped) + ".", ""]
