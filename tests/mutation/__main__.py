@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -77,8 +78,10 @@ def main(argv=None) -> int:
     if args.check and worse:
         return 1
     if args.write:
-        save(records, f"{len(records)} exercise(s) run in {elapsed:.0f} s (wall clock) on "
-                      f"{time.strftime('%Y-%m-%d')}, hidden seeds "
+        slow = " (those marked slow included)" if args.slow and not args.exercise else ""
+        machine = f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
+        save(records, f"{len(records)} exercise(s){slow} run in {elapsed:.0f} s (wall clock) on "
+                      f"{time.strftime('%Y-%m-%d')} ({machine}), hidden seeds "
                       f"{seeds if seeds is not None else 'per exercise (default 1, 7, 42)'}.")
     return 0
 

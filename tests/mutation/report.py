@@ -35,13 +35,13 @@ def save(records: list[dict], run_note: str) -> dict:
     baseline["exercises"] = {key: baseline["exercises"][key] for key in order
                              if key in baseline["exercises"]}
     keys = {record["exercise"] for record in records}
+    partial = {k: v for k, v in baseline.get("partial_runs", {}).items()
+               if not set(k.split(", ")) <= keys}  # notes of runs this one repeats go
     if keys >= {e.key for e in exercises() if not settings(e).slow}:
         baseline["run"] = run_note
-        slow = {e.key for e in exercises() if settings(e).slow}
-        baseline["partial_runs"] = {k: v for k, v in baseline.get("partial_runs", {}).items()
-                                    if set(k.split(", ")) <= slow}
     else:
-        baseline.setdefault("partial_runs", {})[", ".join(sorted(keys))] = run_note
+        partial[", ".join(sorted(keys))] = run_note
+    baseline["partial_runs"] = partial
     BASELINE.write_text(json.dumps(baseline, indent=1, ensure_ascii=False) + "\n")
     REPORT.write_text(markdown(baseline))
     return baseline
@@ -134,13 +134,18 @@ def markdown(baseline: dict) -> str:
         "survivors. The gap is the ratchet's: tests/test_mutation.py fails when a figure "
         "drops below tests/mutation/baseline.json or a new survivor appears."),
         "",
-        f"**The full run** (every exercise but those marked slow): {baseline.get('run', '')}",
+        f"**The full run**: {baseline.get('run', '')}",
         "",
         *(f"**Run apart**, {keys}: {note}\n" for keys, note in baseline.get(
             "partial_runs", {}).items()),
     ]
     if skipped:
         lines += ["**Not run**: " + "; ".join(skipped) + ".", ""]
+    slow = [f"`{e.key}` ({settings(e).why})" for e in exercises() if settings(e).slow]
+    if slow:
+        lines += ["`make mutation` leaves out the exercises marked slow unless "
+                  "`MUTATION_FLAGS=--slow`, and keeps their last record: " + "; ".join(slow)
+                  + ".", ""]
     lines += [
         ("| exercise | generic | equiv. | killed | named | learner | equiv. | killed | named "
         "| right | s |"),
