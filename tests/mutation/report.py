@@ -39,6 +39,8 @@ def save(records: list[dict], run_note: str) -> dict:
                if not set(k.split(", ")) <= keys}  # notes of runs this one repeats go
     if keys >= {e.key for e in exercises() if not settings(e).slow}:
         baseline["run"] = run_note
+        if keys == {e.key for e in exercises()}:
+            baseline["run_with_slow"] = run_note
     else:
         partial[", ".join(sorted(keys))] = run_note
     baseline["partial_runs"] = partial
@@ -136,6 +138,8 @@ def markdown(baseline: dict) -> str:
         "",
         f"**The full run**: {baseline.get('run', '')}",
         "",
+        *([f"**The last run with the slow exercises**: {baseline['run_with_slow']}", ""]
+          if "run_with_slow" in baseline else []),
         *(f"**Run apart**, {keys}: {note}\n" for keys, note in baseline.get(
             "partial_runs", {}).items()),
     ]
