@@ -90,3 +90,18 @@ def test_the_sample_keeps_its_figures_and_its_right_alternatives(tmp_path):
     worse = [line for record in json.loads(out.read_text())
              for line in regressions(record, baseline)]
     assert not worse, "\n".join(worse)
+
+
+def test_the_ratchet_flags_a_lower_share_a_new_survivor_and_a_lost_alternative():
+    baseline = load_baseline()
+    record = json.loads(json.dumps(baseline["exercises"][SAMPLE[1]]))
+    assert regressions(record, baseline) == []
+    row = dict(record["rows"][0], verdict="survivor")
+    record["rows"].append(row)
+    record["survivors"].append(row["id"])
+    record["learner"]["named_share"] -= 0.01
+    record["alternatives_lost"].append({"alternative": "right_one", "message": "lost"})
+    found = "\n".join(regressions(record, baseline))
+    assert f"new survivor {row['id']}" in found
+    assert "learner named_share fell" in found
+    assert "right alternative right_one lost points" in found
