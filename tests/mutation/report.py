@@ -10,6 +10,7 @@ import json
 from .analysis import HERE, equivalents
 from .exercises import ROOT, exercises
 from .run import HIDDEN_SEEDS, settings
+from .variants import OPERATORS
 
 BASELINE = HERE / "baseline.json"
 REPORT = ROOT / "docs" / "mutation.md"
@@ -161,6 +162,8 @@ def markdown(baseline: dict) -> str:
     ]
     for key, record in records.items():
         lines += _details(key, record)
+    lines += ["## Operators", "", "| operator | class | the mistake it models |", "|---|---|---|",
+              *(f"| {op.name} | {op.kind} | {op.mistake} |" for op in OPERATORS), ""]
     listed = equivalents()
     lines += ["## Equivalent variants", "",
               *(f"- `{vid}`: {why}" for vid, why in sorted(listed.items())), ""]
