@@ -76,6 +76,16 @@ test: $(TEST_STAMP)
 bench: $(STAMP)
 	@for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
+# Mutation analysis of the checks (docs/mutation.md, tests/mutation/): each exercise's model
+# answer changed one construct at a time, and its right alternatives, run through its check.
+# Fails when a figure falls below tests/mutation/baseline.json or a variant newly survives;
+# otherwise records the figures there and rewrites docs/mutation.md. MUTATION_FLAGS=--slow adds
+# the DDP script (torchrun on every variant); --exercise lessonNN/<id> runs one exercise.
+MUTATION_FLAGS ?=
+.PHONY: mutation
+mutation: $(TEST_STAMP)
+	$(PY) -m tests.mutation --check --write $(MUTATION_FLAGS)
+
 release: $(STAMP)
 	$(VENV)/bin/course release
 
