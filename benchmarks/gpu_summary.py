@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import report, timing
+from course_utils import matmul, report, timing
 
 HERE = Path(__file__).resolve().parent
 SWEEP = [64, 128, 256, 512, 1024, 2048, 4096]
@@ -78,8 +78,8 @@ def seconds(fn, device: torch.device) -> float:
 
 
 def crossover(gpu: torch.device) -> str:
-    cpu = timing.matmul_sweep(SWEEP, "cpu", min_run_time=0.1)
-    fast = timing.matmul_sweep(SWEEP, gpu, min_run_time=0.1)
+    cpu = matmul.matmul_sweep(SWEEP, "cpu", min_run_time=0.1)
+    fast = matmul.matmul_sweep(SWEEP, gpu, min_run_time=0.1)
     found = None
     for slow_point, fast_point in zip(cpu, fast, strict=True):
         found = (found or slow_point.size) if fast_point.seconds < slow_point.seconds else None
@@ -88,7 +88,7 @@ def crossover(gpu: torch.device) -> str:
 
 def bf16_row(gpu: torch.device) -> tuple[str, str]:
     a, b = (torch.randn(LARGE, LARGE, device=gpu, dtype=torch.bfloat16) for _ in range(2))
-    achieved = timing.matmul_flop(LARGE) / seconds(lambda: a @ b, gpu)
+    achieved = matmul.matmul_flop(LARGE) / seconds(lambda: a @ b, gpu)
     name = torch.cuda.get_device_name(gpu)
     peak = next((value for pattern, value in BF16_PEAKS if re.search(pattern, name)), None)
     against = (f"{achieved / peak:.0%} of the {peak / 1e12:.0f} TFLOP/s datasheet peak"

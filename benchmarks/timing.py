@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from course_utils import get_device, report, synchronize, timing
+from course_utils import get_device, matmul, report, synchronize
 
 SIZES = [16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -71,10 +71,10 @@ def main() -> None:
               "ratio is noise;\n   on a GPU the unsynchronised clock measures only the queuing)")
 
     sizes = SIZES if device.type != "cpu" else SIZES[:-1]
-    cpu = [p.seconds for p in timing.matmul_sweep(sizes, "cpu")]
+    cpu = [p.seconds for p in matmul.matmul_sweep(sizes, "cpu")]
     print(f"matmul sweep, n = {sizes[0]} to {sizes[-1]}, float32, median per size:")
     if device.type != "cpu":
-        accelerator = [p.seconds for p in timing.matmul_sweep(sizes, device)]
+        accelerator = [p.seconds for p in matmul.matmul_sweep(sizes, device)]
         found = stays_faster_from(sizes, cpu, accelerator)
         print(f"  {device} stays faster than the CPU ({torch.get_num_threads()} threads) from "
               f"n = {found}" if found else f"  {device} does not stay faster than the CPU")
@@ -82,7 +82,7 @@ def main() -> None:
               f"{accelerator[-1] * 1e3:.3f} ms, ratio {cpu[-1] / accelerator[-1]:.1f}x")
     else:
         print("  no accelerator found: comparing 1 CPU thread with all of them")
-        one = [p.seconds for p in timing.matmul_sweep(sizes, "cpu", threads=1)]
+        one = [p.seconds for p in matmul.matmul_sweep(sizes, "cpu", threads=1)]
         found = stays_faster_from(sizes, one, cpu)
         threads = torch.get_num_threads()
         print(f"  {threads} threads stay faster than 1 from n = {found}" if found else

@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from course_utils import data, explain_device, get_device, synchronize, timing, training
+from course_utils import data, explain_device, get_device, matmul, synchronize, timing, training
 from course_utils.checks import machines
 from course_utils.lab.devices import available_devices, resolve
 from course_utils.probe import SimulatedMachine
@@ -86,11 +86,13 @@ def test_the_helpers_state_their_defaults():
         assert timed.device == torch.device("xpu", 0)  # get_device(): the simulated XPU
     for helper in (data.toy_tensors, data.digits_tensors, data.regression_data, data.image_data):
         assert "(default: the CPU)" in " ".join(helper.__doc__.split()), helper.__name__
-    for helper in (timing.benchmark, timing.synchronized_clock, timing.matmul_sweep,
-                   timing.peak_flop_per_s, training.fit, training.evaluate):
+    for helper in (timing.benchmark, timing.synchronized_clock, matmul.matmul_sweep,
+                   matmul.peak_flop_per_s, training.fit):
         assert "get_device" in helper.__doc__, helper.__name__
-    with pytest.raises(ValueError, match=r"^evaluate\(device=...\) asks for device 'gpu'"):
-        training.evaluate(torch.nn.Linear(2, 2), [], device="gpu")
+    with pytest.raises(ValueError, match=r"^fit\(device=...\) asks for device 'gpu'"):
+        model = torch.nn.Linear(2, 2)
+        training.fit(model, [], torch.nn.functional.mse_loss,
+                     torch.optim.SGD(model.parameters(), lr=0.1), 1, device="gpu")
 
 
 # ------------------------------------------------------------------ CPU

@@ -8,9 +8,10 @@ import time
 import pytest
 import torch
 
-from course_utils import timing
+from course_utils import matmul, timing
 from course_utils.checks import machines
-from course_utils.lab.timing import MatmulPoint, PeakFigure, Timing
+from course_utils.lab.matmul import MatmulPoint, PeakFigure
+from course_utils.lab.timing import Timing
 from course_utils.probe import SimulatedMachine
 
 # ------------------------------------------------------------------ benchmark
@@ -111,7 +112,7 @@ def test_a_program_competing_for_the_timing_threads_cpu_makes_the_figure_noisy()
 
 
 def test_sweep_points_carry_their_spread():
-    points = timing.matmul_sweep([8], "cpu", min_run_time=0.01)
+    points = matmul.matmul_sweep([8], "cpu", min_run_time=0.01)
     assert points[0].spread >= 0 and isinstance(points[0].noisy, bool)
 
 
@@ -143,13 +144,13 @@ def test_bad_arguments_name_the_value_and_what_is_allowed(call, error, words):
 # ------------------------------------------------------------------ the sweep
 
 def test_matmul_flop_counts_multiplications_and_additions():
-    assert timing.matmul_flop(1) == 2 and timing.matmul_flop(3) == 54
+    assert matmul.matmul_flop(1) == 2 and matmul.matmul_flop(3) == 54
 
 
 @pytest.mark.parametrize("size", [0, -4, 2.0, True, "8"])
 def test_matmul_flop_rejects_what_is_not_a_size(size):
     with pytest.raises(ValueError, match=f"size must be a positive whole number, got {size!r}"):
-        timing.matmul_flop(size)
+        matmul.matmul_flop(size)
 
 
 def test_matmul_point_computes_its_achieved_rate():
@@ -158,14 +159,14 @@ def test_matmul_point_computes_its_achieved_rate():
 
 
 def test_matmul_sweep_gives_one_point_per_size_in_order():
-    points = timing.matmul_sweep([4, 16], "cpu", threads=1, min_run_time=0.01)
+    points = matmul.matmul_sweep([4, 16], "cpu", threads=1, min_run_time=0.01)
     assert [p.size for p in points] == [4, 16]
     assert all(p.device == "cpu" and p.dtype == "float32" and p.threads == 1 for p in points)
     assert all(p.seconds > 0 and p.flop_per_s > 0 for p in points)
 
 
 def test_matmul_sweep_in_float64():
-    (point,) = timing.matmul_sweep(range(8, 9), "cpu", dtype=torch.float64, min_run_time=0.01)
+    (point,) = matmul.matmul_sweep(range(8, 9), "cpu", dtype=torch.float64, min_run_time=0.01)
     assert point.dtype == "float64" and point.size == 8
 
 
@@ -181,7 +182,7 @@ def test_matmul_sweep_in_float64():
 ])
 def test_matmul_sweep_rejects_bad_arguments(kwargs, words):
     with pytest.raises(ValueError) as raised:
-        timing.matmul_sweep(device="cpu", **kwargs)
+        matmul.matmul_sweep(device="cpu", **kwargs)
     assert words in str(raised.value)
 
 
@@ -210,7 +211,7 @@ def a_cuda_gpu_named(monkeypatch):
 def test_the_peak_is_looked_up_by_the_name_the_backend_gives(spec, peak):
     """A simulated H100 by its name; an XPU, a Mac or the CPU have no published figure here."""
     with SimulatedMachine(spec):
-        found = timing.peak_flop_per_s()
+        found = matmul.peak_flop_per_s()
     assert (found and found.flop_per_s) == peak
 
 
@@ -226,24 +227,24 @@ def test_the_peak_is_looked_up_by_the_name_the_backend_gives(spec, peak):
 ])
 def test_known_gpus_have_their_published_float32_peak(a_cuda_gpu_named, name, peak):
     a_cuda_gpu_named(name)
-    found = timing.peak_flop_per_s("cuda")
+    found = matmul.peak_flop_per_s("cuda")
     assert isinstance(found, PeakFigure) and found.flop_per_s == peak
     assert "datasheet" in found.source or "specifications" in found.source
 
 
 def test_an_unknown_gpu_another_dtype_and_the_cpu_have_no_peak(a_cuda_gpu_named):
     a_cuda_gpu_named("NVIDIA GeForce RTX 3060")
-    assert timing.peak_flop_per_s("cuda") is None
+    assert matmul.peak_flop_per_s("cuda") is None
     a_cuda_gpu_named("NVIDIA H100 80GB HBM3")
-    assert timing.peak_flop_per_s("cuda", torch.float16) is None
-    assert timing.peak_flop_per_s("cpu") is None
+    assert matmul.peak_flop_per_s("cuda", torch.float16) is None
+    assert matmul.peak_flop_per_s("cpu") is None
 
 
 # ------------------------------------------------------------------ the plot
 
 def test_plot_sweep_draws_time_and_rate_on_log_axes_with_a_legend():
     points = [MatmulPoint(n, "cpu", "float32", 1, 1e-6 * n) for n in (16, 32, 64)]
-    figure = timing.plot_sweep({"cpu": points, "cpu, again": points}, title="a title",
+    figure = matmul.plot_sweep({"cpu": points, "cpu, again": points}, title="a title",
                                peak=PeakFigure(1e12, "a datasheet: dense FP32"))
     time_ax, rate_ax = figure.axes
     for ax in (time_ax, rate_ax):
@@ -259,7 +260,7 @@ def test_plot_sweep_draws_time_and_rate_on_log_axes_with_a_legend():
 @pytest.mark.parametrize("series", [{}, {"cpu": []}, {"cpu": [1, 2]}, [1]])
 def test_plot_sweep_refuses_what_is_not_a_sweep(series):
     with pytest.raises(ValueError, match="a dict from labels to non-empty lists of MatmulPoint"):
-        timing.plot_sweep(series)
+        matmul.plot_sweep(series)
 
 
 # ------------------------------------------------------------------ asynchronous work
@@ -320,8 +321,8 @@ def test_on_a_gpu_benchmark_agrees_with_cuda_events():
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_sweep_and_the_machine_line():
-    points = timing.matmul_sweep([64, 1024], "cuda", min_run_time=0.02)
+    points = matmul.matmul_sweep([64, 1024], "cuda", min_run_time=0.02)
     assert all(p.device.startswith("cuda") for p in points)
     assert points[1].flop_per_s > points[0].flop_per_s
-    peak = timing.peak_flop_per_s("cuda")
+    peak = matmul.peak_flop_per_s("cuda")
     assert peak is None or points[1].flop_per_s < 2 * peak.flop_per_s

@@ -1,6 +1,6 @@
 """What learners import: devices (and backends, what each type of device can do), data, timing,
-report, the input pipeline, memory, precision, training, plots, errors, overhead and distributed
-training (docs/architecture.md).
+the matmul sweep, report, the input pipeline, memory, precision, training, plots, errors,
+overhead and distributed training (docs/architecture.md).
 
 May import :mod:`course_utils.probe` and :mod:`course_utils.paths`; never the checks, the
 grader or the commands.
