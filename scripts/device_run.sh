@@ -60,7 +60,7 @@ step env "$OUT/env.log" "$(left)" $PY scripts/gpu_check.py env --machine-python 
 ENV_PY=$ENV_DIR/bin/python
 [ -x "$ENV_PY" ] || { note "no environment: see env.log"; exit 1; }
 
-tests=$(grep -l "pytest.mark.gpu" tests/test_*.py)
+tests=$(grep -rl --include="test_*.py" "pytest.mark.gpu" tests | sort)
 step "pytest -m gpu" "$OUT/pytest-gpu.log" $(($(left) < 150 ? $(left) : 150)) \
     "$ENV_PY" -m pytest -m gpu -p no:cacheprovider -rA --junitxml="$OUT/pytest-gpu.xml" $tests
 step overhead.py "$OUT/overhead.log" $(($(left) < 120 ? $(left) : 120)) \

@@ -154,7 +154,7 @@ def describe_machine(python: Path) -> Machine:
 def gpu_test_files() -> list[str]:
     # Only the files that mark GPU tests: collecting the others would import the grader's
     # dependencies, which this check does not install.
-    return sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("test_*.py")
+    return sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").rglob("test_*.py")
                   if "pytest.mark.gpu" in path.read_text())
 
 
