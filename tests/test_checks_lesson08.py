@@ -42,6 +42,42 @@ def train_zeros_total(model, batches, loss_fn, optimizer):
     return (total / len(batches)).item()
 
 
+def train_no_grad_total(model, batches, loss_fn, optimizer):
+    """Right: the total added under torch.no_grad(), which builds no graph either."""
+    total = torch.zeros(())
+    for features, labels in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(model(features), labels)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            total += loss
+    return total.item() / len(batches)
+
+
+def train_without_detach(model, batches, loss_fn, optimizer):
+    """The walkthrough's mistake: the total keeps every step's autograd graph."""
+    total = 0.0
+    for features, labels in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(model(features), labels)
+        loss.backward()
+        optimizer.step()
+        total += loss
+    return total.item() / len(batches)
+
+
+def train_list_of_losses(model, batches, loss_fn, optimizer):
+    losses = []
+    for features, labels in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(model(features), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    return torch.stack(losses).mean().item()
+
+
 def train_logged(model, batches, loss_fn, optimizer):
     total = 0.0
     for features, labels in batches:
@@ -107,8 +143,17 @@ def train_returns_sum(model, batches, loss_fn, optimizer):
 
 def test_train_without_syncs_right_answers_keep_full_marks():
     passes(check_syncs, train_without_syncs, seeds=SEEDS)
-    for answer in (train_stacked, train_zeros_total):
+    for answer in (train_stacked, train_zeros_total, train_no_grad_total):
         passes(check_syncs, answer, seeds=[1])
+
+
+def test_a_total_without_detach_is_told_to_detach():
+    """Walkthrough r4 M3: the exercise asks for loss.detach(); a total of the losses themselves
+    (or a list of them, stacked) keeps each step's graph alive and must not pass."""
+    for answer in (train_without_detach, train_list_of_losses):
+        message = failure(check_syncs, answer)
+        assert message.startswith("train_without_syncs added the loss itself to a running total")
+        assert "add loss.detach() to the total, not loss." in message
 
 
 def test_item_every_step_is_named_as_a_sync_every_step():
