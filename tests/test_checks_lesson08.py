@@ -259,6 +259,8 @@ def test_each_graph_break_is_named_with_dynamos_reason():
         message = failure(check_compile, wrong, compile_for_batches)
         assert "score() has 1 graph break(s); Dynamo says:" in message, message
         assert reason in message and "torch.where" in message
+    message = failure(check_compile, score_with_if, compile_for_batches)
+    assert "generic_jump" in message and "(a Python `if` on a tensor's value)" in message
     assert both_shares(score_with_if, compile_for_batches) == 0.5  # the compile case passed
 
 
