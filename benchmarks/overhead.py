@@ -129,9 +129,11 @@ def batch(device, width: int, size: int, dynamic: bool = False):
 @contextmanager
 def tf32_matmuls(enabled: bool):
     """float32 matmuls on TF32 tensor cores (the API Inductor's own advice names), then back."""
+    if not enabled:  # not even set to what it is: that changes Inductor's cache key
+        yield
+        return
     before = torch.get_float32_matmul_precision()
-    if enabled:
-        torch.set_float32_matmul_precision("high")
+    torch.set_float32_matmul_precision("high")
     try:
         yield
     finally:
