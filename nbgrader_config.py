@@ -18,7 +18,7 @@ c.CourseDirectory.submitted_directory = "grading-output/submitted"
 c.CourseDirectory.autograded_directory = "grading-output/autograded"
 c.CourseDirectory.feedback_directory = "grading-output/feedback"
 c.CourseDirectory.db_url = "sqlite:///grading-output/gradebook.db"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "lesson08_trace.json"]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 

@@ -2,12 +2,18 @@
 
     .venv/bin/python benchmarks/overhead.py [--min-run-time 0.3] [--no-profile]
 
-On this machine's device (course_utils.get_device), for two workloads, one AdamW training step:
+On this machine's device (course_utils.get_device), for three workloads, one AdamW training step:
 
 * "MLP" -- lesson 08's model (64-256-10 with GELU, batch 256): little to fuse and few launches,
   the counter-example;
 * "residual" -- 10 blocks x + Linear(GELU(LayerNorm(x))), width 512, batch 32: many small launches
-  and element-wise chains to fuse, built for the question.
+  (launch-bound), and element-wise chains to fuse;
+* "residual, large batch" -- the same model at batch 65536 (128 on a CPU) with TF32 matmuls on a
+  GPU: the device is the bottleneck, and the element-wise work that Inductor fuses outweighs the
+  matmuls. (With float32 matmuls on CUDA cores the matmuls dominate and fusion cannot show.)
+
+The residual batches have a symbolic size (torch._dynamo.mark_dynamic): one compilation serves
+both residual workloads and the sweep.
 
 Rows, each the median of timing.benchmark (warmed up, synchronised), with the speed-up over the
 eager row of its workload, the host time per step (until the call returns, without waiting for
@@ -26,10 +32,9 @@ the device), operators per step, and on a GPU launches and kernels per step (a l
   "whole-network capture": static input and target, fused capturable AdamW, warm-up on a side
   stream, grads set to None before capture), replayed after copying the batch in.
 
-Then a batch sweep of the residual workload: eager, whole step compiled (dynamic batch) and on
-CUDA the whole-step graph, with the host time per step (the compiled step compiles once, for a
-symbolic batch size: torch._dynamo.mark_dynamic): where the step time rises above the host
-time, the device is the bottleneck and launch overhead stops mattering.
+Then a batch sweep of the residual workload (TF32 on a GPU): eager, whole step compiled and on
+CUDA the whole-step graph, with the host time per step: where the step time rises above the host
+time, the device is the bottleneck, launch overhead stops mattering and fusion starts to.
 
 Compile time (the first call) is printed apart and is not in any timed row. The last line is a
 JSON summary (benchmarks/gpu_summary.py reads it). Without a compiler for Inductor
@@ -40,11 +45,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -80,17 +87,57 @@ def mlp_model(device) -> nn.Module:
     return nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, CLASSES)).to(device)
 
 
-WORKLOADS = {  # name -> (model factory, input width, batch, what it is)
-    "MLP": (mlp_model, 64, 256, "lesson 08's MLP 64-256-10, batch 256 (the counter-example)"),
-    "residual": (residual_model, 512, 32,
-                 "10 residual blocks x + Linear(GELU(LayerNorm(x))), width 512, batch 32"),
+@dataclass(frozen=True)
+class Workload:
+    model: Callable[[torch.device], nn.Module]
+    width: int  # of the input
+    batch: int  # on a GPU
+    cpu_batch: int  # on a CPU, which does the arithmetic itself
+    tf32: bool  # float32 matrix multiplications on a GPU's TF32 tensor cores (lesson 06)
+    what: str
+
+    def size(self, device) -> int:
+        return self.batch if device.type == "cuda" else self.cpu_batch
+
+
+WORKLOADS = {
+    "MLP": Workload(mlp_model, 64, 256, 256, False,
+                    "lesson 08's MLP 64-256-10, batch 256 (the counter-example)"),
+    "residual": Workload(residual_model, 512, 32, 32, False,
+                         "10 residual blocks x + Linear(GELU(LayerNorm(x))), width 512, batch 32: "
+                         "launch-bound"),
+    "residual, large batch": Workload(
+        residual_model, 512, 65536, 128, True,
+        "the same model at batch 65536 (128 on a CPU), TF32 matmuls on a GPU: the device is the "
+        "bottleneck, and its element-wise work (fusible) outweighs the matmuls"),
 }
+SWEEP_CUDA, SWEEP_CPU = [8, 64, 512, 4096, 16384, 65536], [8, 32, 128]
 
 
-def batch(device, width: int, size: int):
+def batch(device, width: int, size: int, dynamic: bool = False):
+    """A batch; ``dynamic``: its size marked symbolic, so one compilation serves every size (the
+    residual workloads and the sweep share their compiled code: minutes of C++ on a CPU)."""
     generator = torch.Generator().manual_seed(1)
-    return (torch.randn(size, width, generator=generator).to(device),
+    x, y = (torch.randn(size, width, generator=generator).to(device),
             torch.randint(0, CLASSES, (size,), generator=generator).to(device))
+    if dynamic:
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(y, 0)
+    return x, y
+
+
+@contextmanager
+def tf32_matmuls(enabled: bool):
+    """float32 matmuls on TF32 tensor cores (the API Inductor's own advice names), then back."""
+    if not enabled:  # not even set to what it is: that changes Inductor's cache key
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @contextmanager
@@ -100,7 +147,12 @@ def quiet_compile_warnings():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores")
         warnings.filterwarnings("ignore", message=".*capturable=True.*")
-        yield
+        # Dynamo logs once that it leaves the optimizer's profiler range out of its graph.
+        torch._logging.set_logs(dynamo=logging.ERROR)
+        try:
+            yield
+        finally:
+            torch._logging.set_logs()
 
 
 # ------------------------------------------------------------------ the steps
@@ -204,7 +256,7 @@ def _measured(row: dict, build, device, args) -> dict:
         step()                            # the first call compiles (or captures) the step
         synchronize(device)
         row["first_call_s"] = time.perf_counter() - started
-        for _ in range(3):
+        for _ in range(3 if device.type == "cuda" else 1):
             step()                        # CUDAGraph Trees record on a later call
         timed = timing.benchmark(step, device, min_run_time=args.min_run_time)
         row["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
@@ -217,9 +269,10 @@ def _measured(row: dict, build, device, args) -> dict:
 
 
 def rows_for(workload: str, device, args, status) -> list[dict]:
-    make, width, size, _ = WORKLOADS[workload]
-    x, y = batch(device, width, size)
+    chosen = WORKLOADS[workload]
+    make = chosen.model
     cuda = device.type == "cuda"
+    x, y = batch(device, chosen.width, chosen.size(device), dynamic=workload != "MLP")
     no_inductor = None if status.ready else f"no Inductor here: {status.reason}"
     gpu_only = None if cuda else f"CUDA only (this is {device.type})"
     plan = [
@@ -237,33 +290,34 @@ def rows_for(workload: str, device, args, status) -> list[dict]:
         ("whole step in one CUDA graph", lambda: captured_step(make(device), x, y), gpu_only),
     ]
     rows = []
-    for name, build, skipped in plan:
-        row = measure(name, build, device, args, skipped)
-        row["workload"] = workload
-        rows.append(row)
-        print_row(row, rows[0].get("ms"))
+    with tf32_matmuls(chosen.tf32 and cuda):
+        for name, build, skipped in plan:
+            row = measure(name, build, device, args, skipped)
+            row["workload"] = workload
+            rows.append(row)
+            print_row(row, rows[0].get("ms"))
     return rows
 
 
 def sweep(device, args, status, sizes) -> list[dict]:
-    """The residual step at several batch sizes: eager, whole step compiled, whole-step graph."""
+    """The residual step at several batch sizes: eager, whole step compiled, whole-step graph
+    (TF32 matmuls on a GPU, as the large-batch workload)."""
     cuda = device.type == "cuda"
-    print(f"\nbatch sweep, residual workload ({'ms / step (host ms)':>18} per column)")
+    print(f"\nbatch sweep, residual workload{', TF32 matmuls' if cuda else ''} "
+          "(ms / step, ! noisy, (host ms))")
     names = ["eager"] + (["compiled"] if status.ready else []) + (["CUDA graph"] if cuda else [])
     print(f"{'batch':>6}" + "".join(f"{name:>22}" for name in names))
     torch._dynamo.reset()
     counters.clear()
     model = residual_model(device)  # the eager rows' model; the graphs capture models of their own
-    compiled = whole_step(residual_model(device), *batch(device, 512, sizes[0])
+    compiled = whole_step(residual_model(device), *batch(device, 512, sizes[0], dynamic=True)
                           ) if status.ready else None
     found = []
-    with quiet_compile_warnings():
+    with quiet_compile_warnings(), tf32_matmuls(cuda):
         for size in sizes:
-            x, y = batch(device, 512, size)
+            x, y = batch(device, 512, size, dynamic=True)  # one compilation for every size
             builds = {"eager": partial(eager_step, model, x, y)}
             if compiled is not None:
-                torch._dynamo.mark_dynamic(x, 0)  # one compilation for every batch size
-                torch._dynamo.mark_dynamic(y, 0)
                 compiled.inputs.update(x=x, y=y)
                 builds["compiled"] = partial(lambda step: step, compiled)
             if cuda:
@@ -336,15 +390,15 @@ def summary(device, rows, points) -> dict:
         "torch": torch.__version__,
         "rows": rows,
         "sweep": points,
-        "speedups": {
-            "residual: whole-step CUDA graph vs eager": ratio("residual",
-                                                              "whole step in one CUDA graph"),
-            "residual: reduce-overhead vs eager": ratio("residual",
-                                                        "whole step, mode=reduce-overhead"),
-            "residual: compiled whole step vs eager": ratio("residual",
-                                                            "compile whole step (+ optimizer)"),
-            "MLP: compiled whole step vs eager": ratio("MLP", "compile whole step (+ optimizer)"),
-            "MLP: whole-step CUDA graph vs eager": ratio("MLP", "whole step in one CUDA graph"),
+        "speedups": {f"{workload}: {row} vs eager": ratio(workload, row)
+                     for workload in WORKLOADS for row in (
+                         "compile fwd+loss, backend=inductor", "compile whole step (+ optimizer)",
+                         "whole step, mode=reduce-overhead", "whole step in one CUDA graph")},
+        "goals": {  # issue 29, on a GPU
+            "whole-step graph >= 2x eager, launch-bound (residual)":
+                ratio("residual", "whole step in one CUDA graph"),
+            "compiled whole step >= 1.3x eager, fusion-rich (residual, large batch)":
+                ratio("residual, large batch", "compile whole step (+ optimizer)"),
         },
         "failed_rows": [f"{r['workload']}: {r['row']}" for r in rows if "failed" in r],
         "noisy_rows": [f"{r['workload']}: {r['row']}" for r in rows if r.get("noisy")],
@@ -357,24 +411,24 @@ def summary(device, rows, points) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--min-run-time", type=float, default=None,
-                        help="seconds of timing per row (default 0.5 on a GPU, 0.2 on a CPU)")
+                        help="seconds of timing per row (default 0.5 on a GPU, 0.05 on a CPU)")
     parser.add_argument("--no-profile", dest="profile", action="store_false",
                         help="skip counting operators, launches and kernels (the profiler)")
     args = parser.parse_args()
     device = get_device()
     cuda = device.type == "cuda"
     if args.min_run_time is None:
-        args.min_run_time = 0.5 if cuda else 0.2
+        args.min_run_time = 0.5 if cuda else 0.05
     print("machine:", report.describe_machine(device), flush=True)
     status = overhead.inductor_status(device)
     print(status.reason)
     rows = []
-    for workload, (_, _, _, what) in WORKLOADS.items():
-        print(f"\n{workload}: {what}")
+    for workload, chosen in WORKLOADS.items():
+        print(f"\n{workload}: {chosen.what}")
         header(device)
         rows += rows_for(workload, device, args, status)
     try:
-        points = sweep(device, args, status, [8, 32, 128, 512, 2048] if cuda else [8, 64, 512])
+        points = sweep(device, args, status, SWEEP_CUDA if cuda else SWEEP_CPU)
     except Exception as error:  # noqa: BLE001 - the rows above must still reach the summary
         print(f"batch sweep FAILED: {type(error).__name__}: {error}")
         points = []

@@ -123,12 +123,14 @@ def test_step_cost_refuses_what_it_cannot_use():
 
 def load_benchmark():
     import importlib.util
+    import sys
 
     from .conftest import ROOT
 
     spec = importlib.util.spec_from_file_location("overhead_benchmark",
                                                   ROOT / "benchmarks" / "overhead.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -174,3 +176,10 @@ def test_on_a_gpu_a_graph_replay_is_one_launch_for_several_kernels():
                          for fn in (eager, graph.replay))
     assert by_hand.launches == 3 and by_hand.kernels == 3
     assert replayed.launches == 1 and replayed.operators == 0
+
+
+def test_step_cost_times_a_slow_step_a_few_times_only(monkeypatch):
+    monkeypatch.setattr(overhead, "HOST_BUDGET_S", 0.0)
+    calls = []
+    overhead.step_cost(lambda: calls.append(1), "cpu", calls=2, host_calls=20)
+    assert len(calls) == 3 + 2  # three timed calls (the least), then the two profiled ones

@@ -124,6 +124,9 @@ def summarize_trace(path: str | Path) -> TraceSummary:
     return TraceSummary(len(operators), len(kernels), dict(syncs), busy)
 
 
+HOST_BUDGET_S = 0.25  # step_cost's host timing stops here, after at least 3 calls
+
+
 @dataclass(frozen=True)
 class StepCost:
     """What one call of a step costs the host, and what it asks of the device (per call)."""
@@ -139,10 +142,11 @@ def step_cost(step: Callable[[], Any], device: torch.device | str, *, calls: int
     """Count what ``step()`` runs (a light profile of ``calls`` calls: no shapes, memory or
     stacks, whose recording would slow the host) and time how long the host needs to issue it.
 
-    Host time: the median over ``host_calls`` calls of the time until ``step()`` returns, with
-    the device synchronised before each call but not after, so that queued device work is not
-    waited for (on the CPU, where nothing is queued, it is the step's whole time). Call
-    ``step()`` a few times first: compiling or recording is not a step's cost.
+    Host time: the median over ``host_calls`` calls (fewer, at least 3, once they took
+    ``HOST_BUDGET_S`` together) of the time until ``step()`` returns, with the device
+    synchronised before each call but not after, so that queued device work is not waited for
+    (on the CPU, where nothing is queued, it is the step's whole time). Call ``step()`` a few
+    times first: compiling or recording is not a step's cost.
     """
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -159,6 +163,8 @@ def step_cost(step: Callable[[], Any], device: torch.device | str, *, calls: int
         started = time.perf_counter()
         step()
         host.append(time.perf_counter() - started)
+        if len(host) >= 3 and sum(host) > HOST_BUDGET_S:  # a slow step: a few calls suffice
+            break
     synchronize(device)
     gpu = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])

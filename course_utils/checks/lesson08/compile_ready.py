@@ -1,7 +1,5 @@
 """score() without graph breaks; compile_for_batches(): one compilation for every batch size.
-
-Graphs are counted by a backend that runs them as captured: Dynamo only, never Inductor.
-"""
+Graphs are counted by a backend that runs them as captured: Dynamo only, never Inductor."""
 from __future__ import annotations
 
 import random
@@ -12,6 +10,8 @@ from ..framework import case, check, expect_no_error, fail
 NO_BREAK = ("keep the largest magnitude on the device (scores.abs().amax()) and choose with "
             "tensor operations: torch.where(largest > 10, scores * (10 / largest), scores), "
             "or scores * (10 / largest.clamp(min=10)); no print.")
+PLAIN = {"generic_jump": "a Python `if` on a tensor's value", "builtin": "a Python built-in such "
+         "as print", "item()": "a tensor's value brought to Python"}  # Dynamo's words, in plain
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -92,9 +92,8 @@ def _expected(inputs: dict) -> list:
     weight, out = torch.tensor(inputs["weight"], dtype=torch.float64), []
     for batch in inputs["batches"]:
         scores = torch.tensor(batch, dtype=torch.float64) @ weight
-        largest = scores.abs().max().item()
-        out.append(((scores * (10 / largest) if largest > 10 else scores).softmax(-1),
-                    largest > 10))
+        big = (largest := scores.abs().max().item()) > 10
+        out.append(((scores * (10 / largest) if big else scores).softmax(-1), big))
     return out
 
 
@@ -129,8 +128,9 @@ def _verify_score(inputs: dict, seen: dict) -> None:
     if seen["breaks"] is None:
         fail("torch._dynamo.explain could not run score().", NO_BREAK)
     if seen["breaks"]:
-        fail(f"score() has {len(seen['breaks'])} graph break(s); Dynamo says: "
-             + " | ".join(seen["breaks"]) + ".", NO_BREAK)
+        fail(f"score() has {len(seen['breaks'])} graph break(s); Dynamo says: " + " | ".join(
+            f"{said} ({PLAIN[key]})" if (key := next((k for k in PLAIN if k in said), None))
+            else said for said in seen["breaks"]) + ".", NO_BREAK)
 
 
 def _verify_compile(inputs: dict, seen: dict) -> None:

@@ -30,6 +30,7 @@ def probe(train_without_syncs, inputs):
     import warnings
 
     import torch
+    from torch.overrides import TorchFunctionMode
 
     drawn = inputs["cases"][0]
     model, log, losses = build_mlp(drawn["model"]), [], []
@@ -45,13 +46,22 @@ def probe(train_without_syncs, inputs):
                 yield batch
             log.append("loop ended")
 
+    class Kept(TorchFunctionMode):  # an operation on a loss (not detached) that builds a graph
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            used = [t for a in args for t in (a if isinstance(a, (list, tuple)) else [a])]
+            if getattr(out, "grad_fn", None) is not None and any(
+                    t is loss for t in used for loss in losses):
+                log.append("graph kept")
+            return out
+
     def loss_fn(logits, labels):
         losses.append(loss := torch.nn.functional.cross_entropy(logits, labels))
         return loss
 
     optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
     # Each read of a device value, judged by its meaning (probe/syncs.py's table), as on a GPU.
-    with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), \
+    with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), Kept(), \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")  # float(loss) warns about requires_grad: a read
         run = run_learner(train_without_syncs, model, Batches(), loss_fn, optimizer)
@@ -108,6 +118,10 @@ def check_train_without_syncs(inputs, observations, hidden):
     if reads > 1:
         fail(f"train_without_syncs read {reads} device values after the loop; one is enough.",
              "divide on the device, or after a single .item(): total.item() / len(batches).")
+    if "graph kept" in log:
+        fail("train_without_syncs added the loss itself to a running total (or kept it in a "
+             "list of tensors): the total then holds every step's autograd graph alive.",
+             "add loss.detach() to the total, not loss.")
     steps = log.count("step")
     if steps != count:
         fail(f"train_without_syncs called optimizer.step() {steps} times for {count} batches.",
