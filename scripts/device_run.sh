@@ -14,7 +14,8 @@
 #      published run is fresh, none started that its last run's time would carry past the budget
 #                                                  -> $OUT/lessons.log, $OUT/reference-runs/
 #   6. benchmarks/gpu_summary.py, only if 120 s are left               -> $OUT/gpu-summary.log
-# $OUT/summary.txt: one line per step (exit status, seconds) and the lessons left. Exit status:
+# $OUT/summary.txt: one line per step (exit status, seconds) and the lessons left; everything else
+# in $OUT/results.tar.gz (unpack it: tar xzf results.tar.gz). Exit status:
 # 0 when every step that ran passed (or there is no GPU), else 1.
 # AGAIN="04" runs those lessons even if their published run is fresh (their code cells match,
 # but the package they call changed); AGAIN=all runs every lesson. WITHOUT_GPU=1 runs every step even without a GPU (each GPU part then says "no GPU"), in the
@@ -28,6 +29,14 @@ LESSONS=${LESSONS:-"08 00 01 02 03 04 05 06 07"}
 ENV_DIR=${GPU_CHECK_ENV:-.gpu-check-env}
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
+# The device tool brings back only a few files from $OUT (the H200 run of 27 November lost five
+# of nine reference runs to that count): on exit, whatever ran or was cut short, everything but
+# summary.txt is packed into one archive, $OUT/results.tar.gz.
+pack() {
+    (cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name results.tar.gz \
+        -print0 | tar czf results.tar.gz --null -T - --remove-files) 2>/dev/null || true
+}
+trap pack EXIT
 : > "$SUMMARY"
 failed=0
 skipped=""
