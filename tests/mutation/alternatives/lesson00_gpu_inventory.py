@@ -1,26 +1,9 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson00/test_gpu_inventory.py, and own."""
 from __future__ import annotations
 
 import torch
 
-
-def gpu_inventory_other_apis():
-    """Device strings, get_device_name and get_device_capability: just as right."""
-    if not torch.cuda.is_available():
-        return []
-    inventory = []
-    for index in range(torch.cuda.device_count()):
-        device = f"cuda:{index}"
-        major, minor = torch.cuda.get_device_capability(device)
-        props = torch.cuda.get_device_properties(torch.device(device))
-        inventory.append({
-            "index": index,
-            "name": torch.cuda.get_device_name(device),
-            "memory_gib": round(props.total_memory / 2**30, 3),
-            "capability": f"{major}.{minor}",
-            "sm_count": props.multi_processor_count,
-        })
-    return inventory
+from ...checks.lesson00.test_gpu_inventory import gpu_inventory_other_apis
 
 
 def gpu_inventory_comprehension():

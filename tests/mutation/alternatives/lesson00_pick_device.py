@@ -1,36 +1,14 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson00/test_pick_device.py, and own."""
 from __future__ import annotations
 
 import torch
 
-from course_utils import get_device
-
-
-def pick_device_with_accelerator_api():
-    accelerator = torch.accelerator.current_accelerator(check_available=True)
-    return torch.device("cpu") if accelerator is None else torch.device(accelerator.type)
-
-
-def pick_device_with_course_utils():
-    return get_device()
-
-
-def pick_device_asks_is_built_too():
-    """Right: MPS needs both a build with MPS and a machine with it."""
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if torch.backends.mps.is_built() and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def pick_device_current_cuda_device():
-    """Right: the current CUDA device, by index."""
-    if torch.cuda.is_available():
-        return torch.device("cuda", torch.cuda.current_device())
-    if torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
+from ...checks.lesson00.test_pick_device import (
+    pick_device_asks_is_built_too,
+    pick_device_current_cuda_device,
+    pick_device_with_accelerator_api,
+    pick_device_with_course_utils,
+)
 
 
 def pick_device_elif_chain():

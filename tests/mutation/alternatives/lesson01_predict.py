@@ -1,13 +1,9 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson01/test_predict.py, and own."""
 from __future__ import annotations
 
 import torch
 
-
-def predict_detach(model, inputs):
-    """Another right answer: detach instead of no_grad, .to('cpu') instead of .cpu()."""
-    device = next(model.parameters()).device
-    return model(inputs.to(device)).detach().to("cpu")
+from ...checks.lesson01.test_predict import predict_detach
 
 
 def predict_inference_mode(model, inputs):

@@ -1,21 +1,9 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson01/test_to_device.py, and own."""
 from __future__ import annotations
-
-import collections
-import collections.abc
 
 import torch
 
-
-def to_device_type_preserving(obj, device):
-    """Another right answer: rebuild every container with its own type."""
-    if torch.is_tensor(obj):
-        return obj.to(device=device)
-    if isinstance(obj, collections.abc.Mapping):
-        return type(obj)((key, to_device_type_preserving(v, device)) for key, v in obj.items())
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(to_device_type_preserving(item, device) for item in obj)
-    return obj
+from ...checks.lesson01.test_to_device import to_device_type_preserving
 
 
 def to_device_match(obj, device):

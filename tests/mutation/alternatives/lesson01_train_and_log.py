@@ -1,31 +1,7 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson01/test_train_and_log.py, and own."""
 from __future__ import annotations
 
-import torch
-
-
-def train_and_log_stacked(step, n_steps, log_every):
-    """Another right answer: keep the detached losses of a block, one .item() on their mean."""
-    logged, block = [], []
-    for _ in range(n_steps):
-        block.append(step().detach())
-        if len(block) == log_every:
-            logged.append(torch.stack(block).mean().item())
-            block = []
-    return logged
-
-
-def train_and_log_in_place(step, n_steps, log_every):
-    """Another right answer: a 0-d running total made on the loss's device, added to in place."""
-    logged, running = [], None
-    for i in range(n_steps):
-        loss = step().detach()
-        running = torch.zeros_like(loss) if running is None else running
-        running += loss
-        if (i + 1) % log_every == 0:
-            logged.append(float(running) / log_every)
-            running.zero_()
-    return logged
+from ...checks.lesson01.test_train_and_log import train_and_log_in_place, train_and_log_stacked
 
 
 def train_and_log_enumerate(step, n_steps, log_every):

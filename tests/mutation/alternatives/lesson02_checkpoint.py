@@ -1,21 +1,10 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from the check's tests
+(tests/checks/lesson02/test_checkpoint_round_trip.py), and own."""
 from __future__ import annotations
 
 import torch
 
-from ...solutions import solution
-
-
-def load_checkpoint_via_cpu(path, model, optimizer, device):
-    """Load onto the CPU first, then move: also right (and kind to GPU memory)."""
-    model.to(device)
-    checkpoint = torch.load(path, map_location="cpu")
-    model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
-    return checkpoint["epoch"]
-
-
-save_checkpoint = solution("02_training_loop", "checkpoint", "save_checkpoint")
+from ...checks.lesson02.test_checkpoint_round_trip import load_checkpoint_via_cpu, save_checkpoint
 
 
 def save_with_a_file(model, optimizer, epoch, path):

@@ -1,17 +1,9 @@
-"""Right alternatives for lesson02/evaluate: copied from tests/test_checks_lesson02.py (and own)."""
+"""Right alternatives: imported from tests/checks/lesson02/test_evaluate.py, and own."""
 from __future__ import annotations
 
 import torch
 
-
-def evaluate_no_grad_dataset_length(model, loader, device):
-    model.to(device).eval()
-    correct = 0
-    with torch.no_grad():
-        for features, labels in loader:
-            predictions = model(features.to(device)).argmax(dim=1)
-            correct += (predictions == labels.to(device)).sum().item()
-    return correct / len(loader.dataset)
+from ...checks.lesson02.test_evaluate import evaluate_no_grad_dataset_length
 
 
 def evaluate_on_device_counts(model, loader, device):

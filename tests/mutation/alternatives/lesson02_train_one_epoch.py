@@ -1,49 +1,11 @@
-"""Right alternatives: copied from the lesson's tests/test_checks_lessonNN.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson02/test_train_one_epoch.py, and own."""
 from __future__ import annotations
 
-import torch
-
-
-def epoch_zero_grad_after_forward(model, loader, loss_fn, optimizer, device):
-    """The appendix's order: forward, loss, zero_grad, backward, step. Also right."""
-    model.train()
-    total = 0.0
-    for features, labels in loader:
-        features, labels = features.to(device), labels.to(device)
-        loss = loss_fn(model(features), labels)
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        optimizer.step()
-        total += loss.item()
-    return total / len(loader)
-
-
-def epoch_detached_total(model, loader, loss_fn, optimizer, device):
-    """One sync per epoch: a detached running total on the device. Also right."""
-    model.train()
-    total = torch.zeros((), device=device)
-    for features, labels in loader:
-        features, labels = features.to(device), labels.to(device)
-        optimizer.zero_grad()
-        loss = loss_fn(model(features), labels)
-        loss.backward()
-        optimizer.step()
-        total += loss.detach()
-    return total.item() / len(loader)
-
-
-def epoch_weighted_by_examples(model, loader, loss_fn, optimizer, device):
-    """Mean over examples; equal to the mean over batches when batches are equal. Right."""
-    model.train()
-    total = 0.0
-    for features, labels in loader:
-        features, labels = features.to(device), labels.to(device)
-        optimizer.zero_grad()
-        loss = loss_fn(model(features), labels)
-        loss.backward()
-        optimizer.step()
-        total += loss.item() * len(labels)
-    return total / len(loader.dataset)
+from ...checks.lesson02.test_train_one_epoch import (
+    epoch_detached_total,
+    epoch_weighted_by_examples,
+    epoch_zero_grad_after_forward,
+)
 
 
 def epoch_with_enumerate(model, loader, loss_fn, optimizer, device):

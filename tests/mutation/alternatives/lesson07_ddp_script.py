@@ -1,5 +1,8 @@
-"""Right alternatives for the DDP script: the solution's text with right edits (several from
-tests/test_checks_lesson07.py's RIGHT_ALTERNATIVE and RIGHT_SET_UPS, and own)."""
+"""Right alternatives for the DDP script: the solution's text with right edits (several like
+tests/checks/lesson07/test_ddp_script.py's RIGHT_ALTERNATIVE and RIGHT_SET_UPS, and own).
+
+Not imported from there: the tests edit the script without its solution markers, these edit
+the exercise's source with them, so the texts differ."""
 from __future__ import annotations
 
 from ..exercises import exercise

@@ -1,31 +1,9 @@
-"""Right alternatives: copied from tests/test_checks_lesson08.py, and own."""
+"""Right alternatives: imported from tests/checks/lesson08/test_train_without_syncs.py, and own."""
 from __future__ import annotations
 
 import torch
 
-
-def train_stacked(model, batches, loss_fn, optimizer):
-    """Right: keep the detached losses, stack them once after the loop."""
-    losses = []
-    for features, labels in batches:
-        optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(features), labels)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.detach())
-    return torch.stack(losses).mean().item()
-
-
-def train_zeros_total(model, batches, loss_fn, optimizer):
-    """Right: a zero tensor as the running total, divided on the device."""
-    total = torch.zeros(())
-    for features, labels in batches:
-        optimizer.zero_grad()
-        loss = loss_fn(model(features), labels)
-        loss.backward()
-        optimizer.step()
-        total += loss.detach()
-    return (total / len(batches)).item()
+from ...checks.lesson08.test_train_without_syncs import train_stacked, train_zeros_total
 
 
 def train_with_sum_of_list(model, batches, loss_fn, optimizer):
