@@ -65,8 +65,9 @@ def test_make_starts_both_labs_through_course_lab():
     `course lab` opens the same lab."""
     for target, command in (("lab", "course lab --port=1"),
                             ("instructor", "course lab --instructor --port=1")):
-        planned = subprocess.run(["make", "-n", "-W", "pyproject.toml", target,
-                                  "LAB_FLAGS=--port=1"], cwd=ROOT, capture_output=True,
+        # --no-print-directory: under `make test` a nested make prints "Entering directory".
+        planned = subprocess.run(["make", "--no-print-directory", "-n", "-W", "pyproject.toml",
+                                  target, "LAB_FLAGS=--port=1"], cwd=ROOT, capture_output=True,
                                  text=True, check=True).stdout
         last = planned.strip().splitlines()[-1]
         assert last == f".venv/bin/{command}", planned
