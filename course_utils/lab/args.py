@@ -4,7 +4,7 @@ Each check returns the value (as ``float`` for numbers) or raises ``ValueError``
 function, the argument, the value given and what is allowed:
 ``time_epochs: epochs must be a positive whole number, got 0.`` ``True`` is refused wherever a
 number is asked for: it is an ``int`` to Python, but never what a learner meant.
-Devices are checked by :func:`course_utils.lab.devices.checked_device`.
+Devices are read by :func:`course_utils.lab.devices.resolve`.
 """
 from __future__ import annotations
 

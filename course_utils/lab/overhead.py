@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .args import positive_int
 from .backends import CompilerStatus, backend_for
-from .devices import checked_device, resolve, synchronize
+from .devices import resolve, synchronize
 from .report import quiet_profiler_markers
 
 __all__ = ["GPU_SYNC_CALLS", "SYNC_OPS", "CompilerStatus", "GraphCounter", "StepCost",
@@ -154,7 +154,7 @@ def step_cost(step: Callable[[], Any], device: torch.device | str, *, calls: int
     if not callable(step):
         raise TypeError(f"step_cost: step must be a callable taking no arguments, got "
                         f"{type(step).__name__}.")
-    device = checked_device(device, "step_cost(device=...)")
+    device = resolve(device, "step_cost")
     calls = positive_int(calls, "calls", "step_cost")
     host_calls = positive_int(host_calls, "host_calls", "step_cost")
     host = []

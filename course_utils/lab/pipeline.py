@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import Dataset
 
 from .args import is_real, whole_number
-from .devices import checked_device, synchronize
+from .devices import resolve, synchronize
 
 __all__ = [
     "EpochTimes",
@@ -95,9 +95,10 @@ class EpochTimes:
 
 def time_epochs(loader: Iterable, epochs: int = 2, step: Callable | None = None,
                 device="cpu") -> EpochTimes:
-    """Iterate ``loader`` for ``epochs`` epochs (calling ``step(batch)`` if given), timing each."""
+    """Iterate ``loader`` for ``epochs`` epochs (calling ``step(batch)`` if given), timing each;
+    ``device`` (default: the CPU) is synchronised before the clock starts and before it stops."""
     whole_number(epochs, "epochs", "time_epochs", minimum=1)
-    device = checked_device(device, "time_epochs(device=...)")
+    device = resolve(device, "time_epochs", default=torch.device("cpu"))
     times = EpochTimes()
     for _ in range(epochs):
         synchronize(device)
