@@ -87,14 +87,21 @@ def _log(folder: Path, job: str, task: int) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def test_the_documented_route_grades_the_whole_class_on_slurm(slurm, postgres, tmp_path):  # noqa: F811
+@pytest.fixture
+def scratch():
+    """The jobs' TMPDIR: short, since kernels' sockets live under it (at most 107 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="cs-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_documented_route_grades_the_whole_class_on_slurm(slurm, postgres,  # noqa: F811
+                                                               scratch, tmp_path):
     """Checks docs/cluster.md's commands on a fresh single-node Slurm end with every student
     in grades.csv and a hand-graded written answer in it (see the module's docstring)."""
     submissions, out, logs = (tmp_path / name for name in ("submissions", "out", "logs"))
     _write_class(submissions)
     logs.mkdir()
-    # Short: kernels' sockets live under it, and a socket's path has at most 107 bytes.
-    scratch = Path(tempfile.mkdtemp(prefix="cs-"))
     db_url = _create_database(postgres, "cluster")
     env = {**slurm, "TMPDIR": str(scratch)}  # the jobs' scratch folders, checked below
     script = str(ROOT / "docs" / "cluster" / "grade.slurm")
@@ -127,9 +134,7 @@ def test_the_documented_route_grades_the_whole_class_on_slurm(slurm, postgres, t
     _wait_until_done(job, env)
     record = (out / f"shard-{cancelled}" / "shard.json").read_text()
     assert '"state": "interrupted"' in record, _log(logs, job, cancelled)
-    left = list(scratch.glob("course-grade-*"))
-    shutil.rmtree(scratch)  # (torch's own caches may be there too)
-    assert not left, "a cancelled task left its scratch folder"
+    assert not list(scratch.glob("course-grade-*")), "a cancelled task left its scratch folder"
 
     collected = run_course("collect", "--out", str(out), "--db", db_url, env=env)
     assert collected.returncode == 1, collected.stdout + collected.stderr

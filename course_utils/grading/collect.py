@@ -150,6 +150,14 @@ def _in_gradebook(db_url: str, lessons: list[str]) -> dict[tuple[str, str, str, 
     return found
 
 
+def _named_students(db_url: str) -> list[RosterStudent]:
+    """The gradebook's students that have a name (a roster imported by `course grade`)."""
+    with gradebook.Gradebook(db_url) as gb:
+        return [RosterStudent(student.id, student.first_name or "", student.last_name or "",
+                              student.email) for student in gb.students
+                if student.first_name or student.last_name]
+
+
 @dataclass(frozen=True)
 class _Class:
     klass: ClassToGrade
@@ -174,9 +182,11 @@ def check(request: CollectRequest) -> tuple[ClassCheck, _Class]:
                          "pass --submissions.")
     lessons = records[0].lessons
     db_url = gradebook.database_url(request.db_url or records[0].gradebook)
+    # Without a roster, the names the shards' --roster put into the gradebook.
+    roster = list(request.roster) or _named_students(db_url)
     klass = read_class(request.root, submissions, check_lessons(request.root, list(lessons)
                                                                 or None),
-                       WHOLE, list(request.roster), Limits().max_notebook_bytes)
+                       WHOLE, roster, Limits().max_notebook_bytes)
     stored = _in_gradebook(db_url, list(klass.lessons))
     graded = {(student, lesson) for student, lesson, _, _ in stored}
     ungraded = [(s.student, s.lesson) for s in klass.found if (s.student, s.lesson) not in graded]
