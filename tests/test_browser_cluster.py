@@ -72,6 +72,10 @@ def test_formgrader_hand_grades_a_sharded_class_on_postgresql(postgres, tmp_path
         lab = Lab(course, "instructor", tmp_path / "instructor.log")
         page = context.new_page()
         try:
+            page.goto(lab.url("/formgrader"))  # signs in: formgrader's API calls need it
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.num-submissions')]"
+                ".some(e => e.textContent.trim() === '3')", timeout=60_000)
             page.goto(lab.url(f"/formgrader/manage_submissions/{LESSON}"))
             page.wait_for_function(
                 "() => document.querySelectorAll('.student-name').length === 3",
