@@ -194,3 +194,19 @@ def test_nbgrader_config_names_the_gradebook_from_the_environment(monkeypatch):
     assert db_url() == "sqlite:///grading-output/gradebook.db"
     monkeypatch.setenv("COURSE_GRADEBOOK_URL", "postgresql://grader@db/course")
     assert db_url() == "postgresql+psycopg://grader@db/course"
+
+
+def test_grade_slurm_says_in_one_line_when_the_job_cannot_run_the_courses_venv(tmp_path):
+    """Checks grade.slurm, given a course whose .venv's Python cannot be executed (as one built
+    from a Python under someone's home), exits 2 with one line naming where it was built
+    from and how to rebuild it."""
+    venv = tmp_path / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")  # no execute bit: nobody, root included, runs it
+    (venv / "pyvenv.cfg").write_text("home = /home/ta/.pyenv/versions/3.11.7/bin\n")
+    done = subprocess.run(["bash", str(ROOT / "docs" / "cluster" / "grade.slurm")],
+                          env={"PATH": os.environ["PATH"], "COURSE": str(tmp_path)},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "/home/ta/.pyenv/versions/3.11.7/bin" in done.stderr
+    assert "make clean-venv install PYTHON=/usr/bin/python3" in done.stderr

@@ -177,10 +177,12 @@ def _grade(args) -> int:
 
 
 def _shown_gradebook(db: str | None, out: Path) -> str:
-    """The gradebook a run writes, for records and messages: no password."""
+    """The URL of the gradebook a run writes, without its password (for the shard's record)."""
+    from sqlalchemy.engine import make_url
+
     from ..grading import gradebook
 
-    return gradebook.shown_url(gradebook.database_url(db)) if db \
+    return make_url(gradebook.database_url(db)).render_as_string(hide_password=True) if db \
         else f"sqlite:///{(out / 'gradebook.db').resolve()}"
 
 
