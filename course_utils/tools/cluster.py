@@ -91,6 +91,8 @@ def read_nodes() -> list[Node]:
                          "login node (where sbatch is).")
     done = subprocess.run(["sinfo", "-N", "-h", "-o", "%N|%P|%c|%m"], capture_output=True,
                           text=True, timeout=60, check=False)
-    if done.returncode != 0:
-        raise ValueError(f"sinfo failed: {done.stderr.strip() or done.returncode}")
+    if done.returncode != 0:  # its last line says why (the ones above are how it got there)
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise ValueError(f"sinfo could not reach Slurm ({said}); run course cluster-check "
+                         "where sbatch works (SLURM_CONF, slurmctld).")
     return parse_sinfo(done.stdout)
