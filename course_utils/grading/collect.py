@@ -104,8 +104,9 @@ def _record_problem(record: ShardRecord | None, index: int, out: Path) -> str:
         return (f"started {record.started} {where} and has not finished: still running, or "
                 "cancelled or killed")
     if record.state == INTERRUPTED:
-        return (f"was interrupted at {record.ended or '?'} {where} (cancelled): "
-                f"{record.not_graded} submission(s) left")
+        left = f", {record.not_graded} left" if record.not_graded else ""
+        return (f"was interrupted at {record.ended or '?'} {where} (cancelled, or Ctrl-C) "
+                f"after recording {record.graded} submission(s){left}")
     if record.state == FAILED:
         return f"failed at {record.ended} {where}: see its log"
     return ""

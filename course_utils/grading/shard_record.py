@@ -122,6 +122,7 @@ class ShardRun:
 
     def __init__(self, out: Path, record: ShardRecord):
         self.out, self.record = out, record
+        self.kept = 0  # results recorded so far
 
     def keep(self, result: SubmissionResult) -> None:
         """Append a recorded result: ``course collect`` rebuilds the feedback pages from these
@@ -129,6 +130,7 @@ class ShardRun:
         with (folder(self.out, self.record.shard) / RESULTS_FILE).open(
                 "a", encoding="utf-8") as handle:
             handle.write(json.dumps(dataclasses.asdict(result)) + "\n")
+        self.kept += 1
 
     def ended(self, state: str, graded: int, not_graded: int) -> None:
         self.record = dataclasses.replace(self.record, state=state, ended=_now(),
@@ -158,11 +160,11 @@ def running(out: Path, scheduled: Scheduled, *, seed: int, course: Path, submiss
         yield run
     except (KeyboardInterrupt, SystemExit):
         if run.record.state == RUNNING:
-            run.ended(INTERRUPTED, 0, 0)
+            run.ended(INTERRUPTED, run.kept, 0)
         raise
     except BaseException:
         if run.record.state == RUNNING:
-            run.ended(FAILED, 0, 0)
+            run.ended(FAILED, run.kept, 0)
         raise
 
 
