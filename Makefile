@@ -101,6 +101,13 @@ lock:
 clean-venv:
 	rm -rf $(VENV)
 
+# ---- docs/cluster.md's route on a real single-node Slurm (tests/test_cluster.py): not part of
+# `make test` (3 to 5 minutes). Needs root and Debian's slurm-wlm and munge
+# (apt-get install -y slurm-wlm munge) and PostgreSQL's server (initdb, pg_ctl).
+.PHONY: test-cluster
+test-cluster: $(TEST_STAMP)
+	COURSE_CLUSTER_TEST=1 $(PY) -m pytest -n 0 tests/test_cluster.py tests/test_browser_cluster.py
+
 # ---- A lesson on Colab, simulated (tests/test_colab_lesson.py): not part of `make test`,
 # because the lesson's first cell installs NumPy, scikit-learn, matplotlib and tqdm from the
 # package index, as it does on a real runtime.

@@ -17,7 +17,15 @@ c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.submitted_directory = "grading-output/submitted"
 c.CourseDirectory.autograded_directory = "grading-output/autograded"
 c.CourseDirectory.feedback_directory = "grading-output/feedback"
-c.CourseDirectory.db_url = "sqlite:///grading-output/gradebook.db"
+# COURSE_GRADEBOOK_URL names another gradebook — the PostgreSQL one a sharded class was graded
+# into (docs/cluster.md) — for formgrader as for `course grade`, `course gradebook` and
+# `course collect`. A plain postgresql:// URL means psycopg 3 (the course's postgres extra), as
+# it does for `course grade`, whatever SQLAlchemy's default PostgreSQL driver is.
+GRADEBOOK_URL = os.environ.get("COURSE_GRADEBOOK_URL") or "sqlite:///grading-output/gradebook.db"
+for plain in ("postgresql://", "postgres://"):
+    if GRADEBOOK_URL.startswith(plain):
+        GRADEBOOK_URL = "postgresql+psycopg://" + GRADEBOOK_URL[len(plain):]
+c.CourseDirectory.db_url = GRADEBOOK_URL
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "lesson08_trace.json"]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -160,18 +160,20 @@ def _grades(db_url: str) -> dict[tuple[str, str, str], float | None]:
 def test_two_shards_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grading_sandbox):
     """Checks `course grade --shard 0/2` and `--shard 1/2` on the same class folder, into one
     fresh PostgreSQL database at the same moment, grade each student once and record exactly
-    what one SQLite run of the class records."""
+    what one SQLite run of the class records; `course collect` then writes the grades.csv
+    of that one run."""
     whole = tmp_path / "class"
     students = _write_class(whole)
     db_url = _create_database(postgres, "course")
+    out = tmp_path / "out"
     runs = [subprocess.Popen(
-        [*_course("grade", str(whole), "--out", str(tmp_path / f"out-{index}"), "--db", db_url,
+        [*_course("grade", str(whole), "--out", str(out), "--db", db_url,
                   "--seed", "7", "--shard", f"{index}/2")], cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True) for index in range(2)]
     outputs = [run.communicate(timeout=900) for run in runs]
     for run, (stdout, stderr) in zip(runs, outputs, strict=True):
         assert run.returncode == 0, stdout + stderr
-    graded = [{row.student for row in read_csv(tmp_path / f"out-{index}" / "grades.csv")}
+    graded = [{row.student for row in read_csv(out / f"shard-{index}" / "grades.csv")}
               for index in range(2)]
     assert graded[0].isdisjoint(graded[1]) and graded[0] | graded[1] == set(students)
     assert graded[0] and graded[1]  # both shards had work
@@ -183,6 +185,10 @@ def test_two_shards_graded_at_once_equal_one_sqlite_run(postgres, tmp_path, grad
     assert on_postgres == _grades(f"sqlite:///{tmp_path / 'out-sqlite' / 'gradebook.db'}")
     assert on_postgres[("00_setup", "solved0", "total")] == 4
     assert on_postgres[("00_setup", "blank1", "total")] == 0
+    collected = run_course("collect", "--out", str(out), "--db", db_url)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "Complete: 2 shard(s) finished" in collected.stdout
+    assert read_csv(out / "grades.csv") == read_csv(tmp_path / "out-sqlite" / "grades.csv")
 
 
 def _course(*args):

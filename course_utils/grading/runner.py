@@ -11,13 +11,12 @@ import dataclasses
 import os
 import secrets
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..paths import check_lessons
-from . import cgroups, feedback, gradebook, sandbox, submitted
+from . import cgroups, feedback, gradebook, sandbox, submitted, workspace
 from .groups import Group
 from .intake import Submission, absent, discover, student_folders
 from .pool import StopRequest, WorkerPool
@@ -117,7 +116,8 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
     grade it on the workers (the gradebook is set up meanwhile); write the tables.
     """
     root, submissions, out, jobs = request.root, request.submissions, request.out, request.jobs
-    chosen_names = _check_request(root, submissions, list(request.lessons) or None, jobs)
+    chosen_names = _check_request(root, submissions, out, list(request.lessons) or None,
+                                  jobs)
     db_url = gradebook.database_url(request.db_url
                                     or f"sqlite:///{(out / 'gradebook.db').resolve()}")
     in_force = isolation_in_force(request.use_sandbox)
@@ -131,7 +131,7 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
         klass = read_class(root, submissions, chosen_names, request.shard,
                            list(request.roster), limits.max_notebook_bytes)
         run_seed = secrets.randbelow(2**31) if request.seed is None else request.seed
-        scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        scratch_root = workspace.make_scratch()  # and removes what killed runs left
         run_group = Group(resources, scratch_root.name)
         if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
             run_group.create(None, cpu_tasks=4 * jobs)
@@ -166,7 +166,7 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
                           listed_absent, resources, run_group.name, groups_left)
 
 
-def _check_request(root: Path, submissions: Path, lessons: list[str] | None,
+def _check_request(root: Path, submissions: Path, out: Path, lessons: list[str] | None,
                    jobs: int) -> list[str]:
     """Stage 0: the lessons asked for, or ValueError naming what is wrong with the request."""
     if jobs < 1:
@@ -174,6 +174,7 @@ def _check_request(root: Path, submissions: Path, lessons: list[str] | None,
     if not submissions.is_dir():
         raise ValueError(f"Submissions folder {str(submissions)!r} does not exist or is not a "
                          "folder; expected SUBMISSIONS/<student>/<lesson>/<notebook>.ipynb.")
+    workspace.require_writable(out)
     return check_lessons(root, lessons)
 
 

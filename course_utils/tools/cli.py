@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from ..grading.cgroups import LimitsUnavailable
 from ..grading.sandbox import SandboxUnavailable
+from .cluster_commands import GRADEBOOK_ENV
+from .cluster_commands import add_commands as add_cluster_commands
+
+DB_HELP = (f"gradebook SQLAlchemy URL (default: ${GRADEBOOK_ENV} where set, else sqlite in "
+           "--out)")
 
 
 def _doctor(args) -> int:
@@ -77,6 +83,15 @@ def _hear(event, as_text: bool) -> None:
             print(event.line, file=sys.stderr, flush=True)
 
 
+def _hear_shard(event, as_text: bool, run) -> None:
+    """A shard's run also keeps each result beside its output, for `course collect`."""
+    from ..grading.request import SubmissionRecorded
+
+    if isinstance(event, SubmissionRecorded):
+        run.keep(event.result)
+    _hear(event, as_text)
+
+
 def _add_limit_options(parser: argparse.ArgumentParser) -> None:
     """One option per limit of grading.records.Limits that has a flag: its type, default,
     unit and help come from the record, where each limit is declared once."""
@@ -102,22 +117,38 @@ def _grade(args) -> int:
     from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
+    from ..grading import shard_record, workspace
     from ..grading.report import as_json, format_table
     from ..grading.request import GradeRequest
     from ..grading.roster import read_roster
     from ..grading.runner import grade
-    from ..grading.shard import WHOLE, Shard
+    from ..grading.shard import WHOLE
     from ..paths import course_root
 
-    out = Path(args.out)
+    class_out = Path(args.out)
     as_text = args.format == "table"
+    scheduled = shard_record.plan(args.shard, class_out, args.seed, args.db, os.environ) \
+        if args.shard else None
+    shard = scheduled.shard if scheduled else WHOLE
+    out = shard_record.folder(class_out, shard) if scheduled else class_out
     request = GradeRequest(
         course_root(), Path(args.submissions), out, lessons=tuple(args.lesson or ()),
         db_url=args.db, jobs=args.jobs, limits=_limits_from(args), seed=args.seed,
         use_sandbox=not args.unsafe_no_sandbox, use_limits=not args.unsafe_no_limits,
-        shard=Shard.parse(args.shard) if args.shard else WHOLE,
-        roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
-    outcome = grade(request, on_event=lambda event: _hear(event, as_text))
+        shard=shard, roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
+    with workspace.terminate_as_exit():  # scancel: scratch and control groups removed
+        if scheduled is None:
+            outcome = grade(request, on_event=lambda event: _hear(event, as_text))
+        else:
+            workspace.require_writable(class_out)
+            with shard_record.running(
+                    class_out, scheduled, seed=args.seed, course=request.root,
+                    submissions=request.submissions, env=os.environ, lessons=request.lessons,
+                    gradebook=_shown_gradebook(args.db, out)) as run:
+                outcome = grade(request, on_event=lambda event: _hear_shard(event, as_text, run))
+                run.ended(shard_record.INTERRUPTED if outcome.interrupted
+                          else shard_record.FINISHED, len(outcome.rows) - outcome.absent,
+                          outcome.not_graded)
     if not as_text:
         print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
                       not_graded=outcome.not_graded))
@@ -144,6 +175,16 @@ def _grade(args) -> int:
                   "see status and reason.")
         return 1
     return 0
+
+
+def _shown_gradebook(db: str | None, out: Path) -> str:
+    """The URL of the gradebook a run writes, without its password (for the shard's record)."""
+    from sqlalchemy.engine import make_url
+
+    from ..grading import gradebook
+
+    return make_url(gradebook.database_url(db)).render_as_string(hide_password=True) if db \
+        else f"sqlite:///{(out / 'gradebook.db').resolve()}"
 
 
 def _gradebook(args) -> int:
@@ -211,15 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="autograde SUBMISSIONS/<student>/<lesson>/*.ipynb")
     grade.add_argument("submissions", help="folder of submissions")
     grade.add_argument("--lesson", action="append", help="grade only this lesson (repeatable)")
-    grade.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
-    grade.add_argument("--out", default="grading-output", help="where grades.csv and feedback go")
+    grade.add_argument("--db", default=os.environ.get(GRADEBOOK_ENV), help=DB_HELP)
+    grade.add_argument("--out", default="grading-output",
+                       help="where grades.csv and feedback go (with --shard: the class's "
+                            "folder, the shard writing into OUT/shard-I/)")
     grade.add_argument("--jobs", type=int, default=1, help="submissions graded at once")
     grade.add_argument("--seed", type=int, help="seed for the checks' inputs (default: random)")
-    grade.add_argument("--shard", metavar="I/N",
-                       help="grade only part I of N (0-based) of the class, split by student: "
-                            "N runs with one --seed into one PostgreSQL --db grade it once "
-                            "(Slurm arrays, Kubernetes Indexed Jobs, CI matrices: "
-                            "docs/cluster.md)")
+    grade.add_argument("--shard", metavar="I/N|auto",
+                       help="grade only part I of N (0-based) of the class, split by student, "
+                            "into OUT/shard-I/: N runs with one --seed into one PostgreSQL --db "
+                            "grade it once; auto takes I and N from a Slurm array or a "
+                            "Kubernetes Indexed Job; `course collect` then checks and writes "
+                            "the whole class (docs/cluster.md)")
     grade.add_argument("--roster", metavar="STUDENTS_CSV",
                        help="nbgrader's student CSV (id,first_name,last_name[,email]): names in "
                             "the gradebook, and a row for each student who submitted nothing")
@@ -236,10 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     prepare = commands.add_parser(
         "gradebook", help="create the gradebook and register the lessons (before formgrader)")
-    prepare.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
+    prepare.add_argument("--db", default=os.environ.get(GRADEBOOK_ENV), help=DB_HELP)
     prepare.add_argument("--out", default="grading-output", help="course grade's output folder")
     prepare.add_argument("--roster", metavar="STUDENTS_CSV", help="import names from this CSV")
     prepare.set_defaults(run=_gradebook)
+
+    add_cluster_commands(commands)  # collect, cluster-check
 
     clean = commands.add_parser("clean", help="strip outputs and volatile metadata from notebooks")
     clean.add_argument("paths", nargs="+")
