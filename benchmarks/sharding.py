@@ -92,7 +92,8 @@ def main() -> int:
     parameter_bytes = first.strategy("ddp").parameter_bytes
     print(f"\n{'strategy':<9} {'profiled ms':>11} {'predicted ms':>12}  calls seen")
     for profiled in first.profiled:
-        units = (sum(n for name, n in profiled.calls.items() if "all_reduce" in name)
+        units = (sum(n for name, n in profiled.calls.items()
+                     if "allreduce" in name.lower().replace("_", ""))  # gloo's or NCCL's
                  if profiled.strategy == "ddp" else UNITS)
         plan = PLAN.get(profiled.strategy)
         predicted = "" if plan is None else \

@@ -84,11 +84,15 @@ def test_bytes_count_shards_and_skip_missing_gradients(one_rank_group):
 
 
 def test_communication_in_sums_the_backends_collectives():
-    def event(name, cpu, device=0.0):
-        return SimpleNamespace(name=name, cpu_time_total=cpu, device_time_total=device)
+    from torch.autograd import DeviceType
+
+    def event(name, cpu, device=0.0, kind=DeviceType.CPU):
+        return SimpleNamespace(name=name, cpu_time_total=cpu, device_time_total=device,
+                               device_type=kind)
     trace = SimpleNamespace(events=lambda: [
         event("gloo:all_reduce", 2000.0), event("gloo:all_reduce", 1000.0),
-        event("aten::mm", 5000.0), event("ncclDevKernel_AllGather", 10.0, 500.0)])
+        event("aten::mm", 5000.0), event("nccl:all_gather", 10.0, 500.0),  # its kernel's time
+        event("ncclDevKernel_AllGather", 0.0, 500.0, DeviceType.CUDA)])
     found = sharding.communication_in(trace, "ddp")
     assert found.calls == {"gloo:all_reduce": 2, "ncclDevKernel_AllGather": 1}
     assert found.seconds == pytest.approx(3.5e-3)

@@ -196,13 +196,16 @@ def _wait(device) -> None:
 def communication_in(profile, strategy: str) -> ProfiledCommunication:
     """The backend's collectives in a finished ``torch.profiler.profile``: gloo's on the CPU
     (named ``gloo:all_reduce``, ...), NCCL's kernels on a GPU (``ncclDevKernel_...``)."""
+    from torch.autograd import DeviceType
+
     calls: dict[str, int] = {}
     seconds = 0.0
     for event in profile.events():
         name = event.name
         if name.startswith("gloo:"):
             duration = event.cpu_time_total
-        elif name.startswith("nccl") and event.device_time_total > 0:
+        elif name.startswith("nccl") and event.device_type == DeviceType.CUDA:
+            # the kernels themselves: a CPU-side nccl event's device time would count them twice
             duration = event.device_time_total
         else:
             continue
