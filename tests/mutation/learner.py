@@ -417,6 +417,49 @@ def scaler_always_on(node, place, env):
                    lambda n, place: setattr(n, "value", ast.Constant(True)))
 
 
+def _named(node: ast.AST, *names: str) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def world_off_by_one(node, place, env):
+    """x / world → x / (world - 1): the ranks counted without this one."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _named(
+            node.right, "world", "world_size"):
+        yield changed(node, lambda n: ast.BinOp(n.left, ast.Div(), ast.BinOp(
+            n.right, ast.Sub(), ast.Constant(1))))
+
+
+def bytes_dropped(node, place, env):
+    """count * bytes_per_value → count: values counted, not bytes."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        if _named(node.right, "bytes_per_value", "element_size"):
+            yield changed(node, lambda n: n.left)
+        elif _named(node.left, "bytes_per_value", "element_size"):
+            yield changed(node, lambda n: n.right)
+
+
+def two_dropped(node, place, env):
+    """2 * parameters → parameters: Adam's two moments, or FSDP's two gathers, counted once."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(
+            node.left, ast.Constant) and node.left.value == 2 and set(names_in(node.right)) & {
+            "param_count", "parameter_bytes", "units", "one"}:
+        yield changed(node, lambda n: n.right)
+
+
+def slope_for_bandwidth(node, place, env):
+    """1 / slope → slope: seconds per byte returned as the bandwidth."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(
+            node.left, ast.Constant) and node.left.value == 1 and "slope" in names_in(node.right):
+        yield changed(node, lambda n: n.right)
+
+
+def latency_once(node, place, env):
+    """calls * latency → latency: one latency for all the calls of a step."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and _named(
+            node.right, "latency") and set(names_in(node.left)) & {"calls", "units"}:
+        yield changed(node, lambda n: n.right)
+
+
 def _learner(name: str, mistake: str, keywords: tuple[str, ...], edits) -> Operator:
     return Operator(name, "learner", mistake, edits, keywords)
 
@@ -514,6 +557,16 @@ LEARNER = (
     _learner("sync-every-or-never", "no_sync() on every micro-batch, or on none",
              ("no_sync", "all-reduce", "allreduce", "once", "every micro-batch", "sync"),
              sync_every_or_never),
+    _learner("world-off-by-one", "divided by world - 1 instead of the world size",
+             ("world", "ranks"), world_off_by_one),
+    _learner("bytes-dropped", "values counted instead of bytes (bytes_per_value forgotten)",
+             ("bytes", "bytes_per_value"), bytes_dropped),
+    _learner("two-dropped", "a factor of two forgotten (Adam's two moments, FSDP's two gathers)",
+             ("two", "twice", "moment"), two_dropped),
+    _learner("slope-for-bandwidth", "the slope (seconds per byte) returned as the bandwidth",
+             ("slope", "per byte", "inverse"), slope_for_bandwidth),
+    _learner("latency-once", "one latency for all the calls of a step",
+             ("latency", "once", "per call"), latency_once),
     _learner("scaler-always-on", "the gradient scaler enabled for every dtype",
              ("scaler", "enabled", "gradscaler", "float16", "bfloat16"), scaler_always_on),
 )
