@@ -90,12 +90,9 @@ def test_release_fetch_submit_collect_and_grade(tmp_path, grading_sandbox):
     # Graded in place: the timestamp nbgrader submit wrote is the one kept.
     assert (submitted / "alice" / LESSON / "timestamp.txt").read_text() == timestamp
 
-    # Feedback goes out only for what is hand-graded, and only after a re-grade counts it.
+    # Feedback goes out once hand-graded and re-graded (what is held back, and why:
+    # test_handback.py).
     give_hand_score(course, "alice", 1.5)
-    held = run([str(BIN / "course"), "release-feedback", LESSON], course)
-    assert "Released through" in held and ": 0 submission(s)" in held
-    assert "alice 00_setup: hand-graded after the last `course grade` (hardcoded_cuda)" in held
-    assert "bob 00_setup: not hand-graded yet: hardcoded_cuda" in held
     # The re-grade, with a due date both students missed: the penalty, recomputed.
     policy = course / "late.toml"
     policy.write_text('[penalty]\nmethod = "per-day"\npercent_per_day = 10\n'
@@ -109,6 +106,9 @@ def test_release_fetch_submit_collect_and_grade(tmp_path, grading_sandbox):
         course / "grading-output" / "grades-changes.csv")}
     assert changes[("alice", "hardcoded_cuda")] == "hand grade (none → 1.5)"
     assert changes[("alice", "penalty")].startswith("late penalty")
+    autograded = nbformat.read(course / "grading-output" / "autograded" / "alice" / LESSON /
+                               NOTEBOOK, as_version=4)
+    assert autograded.cells[0].source.startswith("**Late:** submitted ")  # what formgrader shows
     released = run([str(BIN / "course"), "release-feedback", LESSON], course)
     assert "1 submission(s)\n  alice 00_setup" in released
     assert "bob 00_setup: not hand-graded yet" in released

@@ -151,3 +151,22 @@ def test_the_plugin_is_nbgraders_late_submission_interface():
     plugin = CoursePenalty(penalty_method="per-day", percent_per_day=10, cap_percent=50)
     assert isinstance(plugin, LateSubmissionPlugin)
     assert plugin.late_submission_penalty("ada", 8, 3 * 86400) == pytest.approx(2.4)
+
+
+def test_formgrader_shows_the_lateness_atop_the_autograded_notebook(tmp_path):
+    """Checks the note is the first cell of the copy formgrader shows, and is never doubled."""
+    import nbformat
+
+    from course_utils.grading.late_plugin import show_in_formgrader
+    from course_utils.grading.records import Lateness
+
+    path = tmp_path / "alice" / "00_setup" / "setup.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
+    late = dataclasses.replace(submission("alice"), late=Lateness(86400, 0.4, 1))
+    show_in_formgrader(tmp_path, late)
+    show_in_formgrader(tmp_path, late)
+    cells = nbformat.read(path, as_version=4).cells
+    assert [cell.cell_type for cell in cells] == ["markdown", "code"]
+    assert cells[0].source.startswith("**Late:** submitted 1.00 days late (after a 1-day "
+                                      "extension): -0.4 points")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nbgrader.plugins import LateSubmissionPlugin
@@ -72,3 +73,26 @@ def apply_late_policy(gb: Gradebook, result: SubmissionResult, timestamp: dateti
             total += penalty
     late = Lateness(late_by, total, granted) if late_by > 0 else None
     return dataclasses.replace(result, late=late)
+
+
+LATE_NOTE = "course-late-note"  # the tag of the note cell, so that a note is never added twice
+
+
+def show_in_formgrader(autograded: Path, result: SubmissionResult) -> None:
+    """Put the lateness at the top of each autograded notebook of a late submission: the page
+    formgrader shows when grading it by hand (its lists show scores before any penalty)."""
+    import nbformat
+
+    if result.late is None:
+        return  # the workers wrote these copies afresh: no note from an earlier run is left
+    text = (f"**Late:** {result.late.describe()} (the course's late policy; "
+            f"`grades.csv` and the feedback count it).")
+    for notebook in result.notebooks:
+        path = autograded / result.student / result.lesson / f"{notebook.name}.ipynb"
+        if not path.is_file():
+            continue  # nothing was graded (missing, unreadable)
+        nb = nbformat.read(path, as_version=4)
+        nb.cells = [cell for cell in nb.cells
+                    if LATE_NOTE not in cell.get("metadata", {}).get("tags", [])]
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(text, metadata={"tags": [LATE_NOTE]}))
+        nbformat.write(nb, path)

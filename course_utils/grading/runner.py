@@ -270,6 +270,10 @@ class _Recorder:
         result = self._writer.record(result, self.timestamps.get((result.student,
                                                                   result.lesson)))
         feedback.write(self.out / "feedback", result)
+        if result.late is not None:
+            from .late_plugin import show_in_formgrader  # imports nbgrader: only when late
+
+            show_in_formgrader(self.out / "autograded", result)
         self.results.append(result)
         self.on_event(SubmissionRecorded(result, len(self.results), self.total))
 

@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..grading import gradebook
 from ..grading.changes import BASIS_FILE
 from ..grading.options import option
+from ..grading.submitted import SECRET_FILE, TIMESTAMP_FILE
 from ..paths import check_lessons
 from .exchange import COURSE_ID, prepare_exchange
-
-SECRET_FILE = "submission_secret.txt"
-TIMESTAMP_FILE = "timestamp.txt"
 
 
 @dataclass(frozen=True)
@@ -133,5 +132,9 @@ def _release_one(root: Path, out: Path, exchange: Path, student: str, lesson: st
     coursedir = CourseDirectory(config=config, root=str(root.resolve()),
                                 feedback_directory=str((out / "feedback").resolve()),
                                 assignment_id=lesson, student_id=student)
-    ExchangeReleaseFeedback(coursedir=coursedir, authenticator=Authenticator(config=config),
-                            config=config).start()
+    releaser = ExchangeReleaseFeedback(coursedir=coursedir, config=config,
+                                       authenticator=Authenticator(config=config))
+    with warnings.catch_warnings():
+        # nbgrader 0.9 reads timestamp.txt without closing it: a ResourceWarning, nothing more.
+        warnings.simplefilter("ignore", ResourceWarning)
+        releaser.start()
