@@ -22,7 +22,6 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..grading import gradebook
 from ..grading.changes import BASIS_FILE
 from ..grading.options import option
 from ..grading.submitted import SECRET_FILE, TIMESTAMP_FILE
@@ -52,6 +51,8 @@ class Released:
 
 def release_feedback(request: FeedbackRelease) -> Released:
     """Release every finished submission's feedback of the lessons asked for; list the rest."""
+    from ..grading import gradebook  # SQLAlchemy: here, not when `course` builds its options
+
     out = request.out
     db_url = gradebook.database_url(request.db_url
                                     or f"sqlite:///{(out / 'gradebook.db').resolve()}")
