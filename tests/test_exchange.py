@@ -82,10 +82,58 @@ def test_release_fetch_submit_collect_and_grade(tmp_path, grading_sandbox):
 
     run([str(BIN / "course"), "grade", str(submitted), "--lesson", LESSON, "--jobs", "2"],
         course)
+    from course_utils.grading.changes import read_changes
     from course_utils.grading.report import read_csv
 
     rows = {row.student: row for row in read_csv(course / "grading-output" / "grades.csv")}
     assert (rows["alice"].score, rows["bob"].score) == (4, 0)
     # Graded in place: the timestamp nbgrader submit wrote is the one kept.
     assert (submitted / "alice" / LESSON / "timestamp.txt").read_text() == timestamp
+
+    # Feedback goes out once hand-graded and re-graded (what is held back, and why:
+    # test_handback.py).
+    give_hand_score(course, "alice", 1.5)
+    # The re-grade, with a due date both students missed: the penalty, recomputed.
+    policy = course / "late.toml"
+    policy.write_text('[penalty]\nmethod = "per-day"\npercent_per_day = 10\n'
+                      f'[due]\n"{LESSON}" = 2020-01-01T00:00:00Z\n')
+    regraded = run([str(BIN / "course"), "grade", str(submitted), "--lesson", LESSON,
+                    "--late-policy", str(policy), "--jobs", "2"], course)
+    assert "Changes since the last run: 1 of 2 lesson score(s) changed" in regraded
+    rows = {row.student: row for row in read_csv(course / "grading-output" / "grades.csv")}
+    assert (rows["alice"].score, rows["alice"].penalty) == (0, 5.5)  # capped at 100 %
+    changes = {(change.student, change.column): change.why for change in read_changes(
+        course / "grading-output" / "grades-changes.csv")}
+    assert changes[("alice", "hardcoded_cuda")] == "hand grade (none → 1.5)"
+    assert changes[("alice", "penalty")].startswith("late penalty")
+    autograded = nbformat.read(course / "grading-output" / "autograded" / "alice" / LESSON /
+                               NOTEBOOK, as_version=4)
+    assert autograded.cells[0].source.startswith("**Late:** submitted ")  # what formgrader shows
+    released = run([str(BIN / "course"), "release-feedback", LESSON], course)
+    assert "1 submission(s)\n  alice 00_setup" in released
+    assert "bob 00_setup: not hand-graded yet" in released
+
+    home = tmp_path / "home-alice"
+    run([str(BIN / "nbgrader"), "fetch_feedback", LESSON], home,
+        student_env_again(home, "alice"), "alice")
+    (page,) = (home / LESSON / "feedback").glob("*/setup.html")
+    assert "Score: 0 / 6</strong>" in page.read_text() and "1.5 / 2 (graded by hand)" \
+        in page.read_text()
+
+
+def give_hand_score(course: Path, student: str, score: float) -> None:
+    """What formgrader does when the instructor scores a written answer."""
+    from course_utils.grading import gradebook
+
+    with gradebook.Gradebook(f"sqlite:///{course / 'grading-output' / 'gradebook.db'}") as gb:
+        grade = gb.find_grade("hardcoded_cuda", "setup", LESSON, student)
+        grade.manual_score, grade.needs_manual_grade = score, False
+        gb.db.commit()
+
+
+def student_env_again(home: Path, name: str) -> dict:
+    """The environment student_env made for this student (their settings already written)."""
+    config = home / ".jupyter"
+    return {"HOME": str(home), "USER": name, "LOGNAME": name,
+            "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_DATA_DIR": str(home / "data")}
 

@@ -44,15 +44,26 @@ def render(result: SubmissionResult) -> str:
                 f"<td>{html.escape(item.docstring or 'written answer')}</td>"
                 f"<td class='{css}'>{shown}</td><td>{comment}</td></tr>")
         parts.append("</table>")
+    if result.penalty:
+        total -= result.penalty
     summary = f"<p><strong>Score: {total:g} / {maximum:g}</strong>"
     if waiting:
         summary += f" — written answers ({waiting:g} points) are still to be graded by hand"
+    if result.late is not None:  # late.py: shown whether or not the policy took points
+        summary += f"</p><p class='bad'>Late: {html.escape(result.late.describe())}"
     parts.insert(2, summary + "</p>")
     return "\n".join(parts) + "\n"
 
 
 def write(folder: Path, result: SubmissionResult) -> None:
-    """feedback/<student>/<lesson>.html for one result."""
+    """feedback/<student>/<lesson>.html for one result, and the same page as
+    feedback/<student>/<lesson>/<notebook>.html for each notebook: where nbgrader's
+    ``release_feedback`` takes it from (tools/handback.py)."""
     target = folder / result.student / f"{result.lesson}.html"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(result), encoding="utf-8")
+    page = render(result)
+    target.write_text(page, encoding="utf-8")
+    per_notebook = folder / result.student / result.lesson
+    per_notebook.mkdir(exist_ok=True)
+    for notebook in result.notebooks:
+        (per_notebook / f"{notebook.name}.html").write_text(page, encoding="utf-8")

@@ -25,6 +25,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SAWarning
 
 from ..paths import ensure_tools_on_path
+from .late import NO_EXTENSIONS, NO_LATE_POLICY, Extensions, LatePolicy
 from .records import SubmissionResult
 from .roster import RosterStudent
 from .structure import Lesson
@@ -153,8 +154,10 @@ def register_lessons(db_url: str, lessons: list[Lesson]) -> None:
 class GradebookWriter:
     """One open gradebook that records results one at a time, as they arrive."""
 
-    def __init__(self, db_url: str):
+    def __init__(self, db_url: str, late_policy: LatePolicy = NO_LATE_POLICY,
+                 extensions: Extensions = NO_EXTENSIONS):
         self._gb = Gradebook(db_url)
+        self._late = (late_policy, extensions)  # late.py: recomputed on every record
 
     def __enter__(self) -> Self:
         return self
@@ -181,7 +184,7 @@ class GradebookWriter:
                     # nbgrader's add_submission trips SQLAlchemy's autoflush warning; the rows
                     # are right.
                     warnings.filterwarnings("ignore", category=SAWarning)
-                    recorded = _record(self._gb, result, timestamp)
+                    recorded = _record(self._gb, result, timestamp, *self._late)
                     self._gb.db.commit()
                 return recorded
             except (InvalidEntry, IntegrityError):
@@ -204,9 +207,12 @@ def _quiet_nbgrader() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _record(gb: NbgraderGradebook, result: SubmissionResult,
-            timestamp: datetime | None) -> SubmissionResult:
+def _record(gb: NbgraderGradebook, result: SubmissionResult, timestamp: datetime | None,
+            late_policy: LatePolicy = NO_LATE_POLICY,
+            extensions: Extensions = NO_EXTENSIONS) -> SubmissionResult:
     from nbgrader.api import MissingEntry
+
+    from .late_plugin import apply_late_policy
 
     gb.update_or_create_student(result.student)
     try:
@@ -236,7 +242,8 @@ def _record(gb: NbgraderGradebook, result: SubmissionResult,
             items.append(dataclasses.replace(item, hand_score=grade.manual_score,
                                              hand_comment=hand_comment))
         notebooks.append(dataclasses.replace(notebook, items=tuple(items)))
-    return dataclasses.replace(result, notebooks=tuple(notebooks))
+    graded = dataclasses.replace(result, notebooks=tuple(notebooks))
+    return apply_late_policy(gb, graded, timestamp, late_policy, extensions)
 
 
 def register_students(db_url: str, students: list[RosterStudent]) -> None:

@@ -212,20 +212,46 @@ class NotebookResult:
 
 
 @dataclass(frozen=True)
+class Lateness:
+    """How late a submission came, and what the late policy (late.py) took for it."""
+
+    seconds_late: float  # past the due date, extension and grace included; 0: on time
+    penalty: float       # points taken off the lesson's total (nbgrader: per notebook, summed)
+    extension_days: float = 0.0
+
+    def describe(self) -> str:
+        """For the reason column and the feedback page: 'submitted 1.5 days late: -2 points'."""
+        days = self.seconds_late / 86400
+        granted = f" (after a {self.extension_days:g}-day extension)" if self.extension_days else ""
+        return f"submitted {days:.2f} days late{granted}: -{self.penalty:g} points"
+
+
+@dataclass(frozen=True)
 class SubmissionResult:
     """One student's lesson."""
 
     student: str
     lesson: str
     notebooks: tuple[NotebookResult, ...]
+    late: Lateness | None = None  # None: no due date, or on time
 
     @property
     def items(self) -> list[ItemResult]:
         return [item for notebook in self.notebooks for item in notebook.items]
 
     @property
-    def score(self) -> float:
+    def raw_score(self) -> float:
+        """The exercises' scores, before any late penalty."""
         return sum(item.awarded or 0.0 for item in self.items)
+
+    @property
+    def penalty(self) -> float:
+        return self.late.penalty if self.late is not None else 0.0
+
+    @property
+    def score(self) -> float:
+        """The score that counts: the exercises' scores less the late penalty."""
+        return self.raw_score - self.penalty
 
     @property
     def max_score(self) -> float:
@@ -242,4 +268,6 @@ class SubmissionResult:
         if self.status is Status.GRADED and waiting:
             reasons.append("1 written answer needs manual grading" if waiting == 1
                            else f"{waiting} written answers need manual grading")
+        if self.late is not None and self.late.seconds_late > 0:
+            reasons.append(self.late.describe())
         return "; ".join(reasons)

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cgroups import ResourceControl
+from .late import (
+    NO_EXTENSIONS,
+    NO_LATE_POLICY,
+    Extensions,
+    LatePolicy,
+    read_extensions,
+    read_policy,
+)
 from .limited import FIXED_CAPS
+from .options import option
 from .records import Limits, SubmissionResult
 from .roster import RosterStudent
 from .sandbox import Isolation
@@ -37,6 +46,14 @@ class GradeRequest:
     use_limits: bool = True          # False: --unsafe-no-limits (no control groups)
     shard: Shard = WHOLE             # grade only this part of the class (shard.py)
     roster: tuple[RosterStudent, ...] = ()  # names, and a row for who submitted nothing
+    # Late work (late.py): recomputed from the scores on every run, never stacked.
+    late_policy: LatePolicy = field(default=NO_LATE_POLICY, metadata=option(
+        flag="--late-policy", metavar="TOML", read=read_policy,
+        help="due dates per lesson and the penalty for late work (none, per-day with a cap, "
+             "zero): docs/instructor.md, 'Late work'"))
+    extensions: Extensions = field(default=NO_EXTENSIONS, metadata=option(
+        flag="--extensions", metavar="CSV", read=read_extensions,
+        help="extra days per student: student,lesson,days (lesson * for every lesson)"))
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 from ..paths import check_lessons
 from . import cgroups, feedback, gradebook, sandbox, submitted, workspace
+from .changes import ChangeSummary, record_changes
 from .groups import Group
 from .intake import Submission, absent, discover, student_folders
+from .late import NO_EXTENSIONS, NO_LATE_POLICY, Extensions, LatePolicy
 from .pool import StopRequest, WorkerPool
 from .records import Limits, SubmissionResult
 from .report import Row, write_csv, write_json
@@ -54,6 +56,7 @@ class GradingOutcome:
     resources: cgroups.ResourceControl = cgroups.UNSAFE  # whole-submission limits in force
     group: str = ""  # the run's control group (relative to each root), removed at its end
     groups_left: list[str] = dataclasses.field(default_factory=list)  # any it could not remove
+    changes: ChangeSummary | None = None  # what changed since the last run (changes.py)
 
     @property
     def interrupted(self) -> bool:
@@ -118,6 +121,7 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
     root, submissions, out, jobs = request.root, request.submissions, request.out, request.jobs
     chosen_names = _check_request(root, submissions, out, list(request.lessons) or None,
                                   jobs)
+    request.late_policy.check_lessons(check_lessons(root, None))
     db_url = gradebook.database_url(request.db_url
                                     or f"sqlite:///{(out / 'gradebook.db').resolve()}")
     in_force = isolation_in_force(request.use_sandbox)
@@ -135,7 +139,8 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
         run_group = Group(resources, scratch_root.name)
         if resources.enforced:  # as much CPU as the processes of `jobs` kernels at work
             run_group.create(None, cpu_tasks=4 * jobs)
-        recorder = _Recorder(db_url, out, len(klass.found), on_event)
+        recorder = _Recorder(db_url, out, len(klass.found), on_event,
+                             (request.late_policy, request.extensions))
         try:
             recipe = dataclasses.replace(
                 _kernel_recipe(root, out, submissions, scratch_root, db_url,
@@ -162,8 +167,9 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
                     groups_left = [str(folder) for folder in run_group.remove()]
             shutil.rmtree(scratch_root, ignore_errors=True)
             rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
+            changes = record_changes(out, root, klass.lessons, recorder.results, run_seed)
     return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,
-                          listed_absent, resources, run_group.name, groups_left)
+                          listed_absent, resources, run_group.name, groups_left, changes)
 
 
 def _check_request(root: Path, submissions: Path, out: Path, lessons: list[str] | None,
@@ -245,8 +251,10 @@ def write_tables(out: Path, klass: ClassToGrade, results: list[SubmissionResult]
 class _Recorder:
     """Keeps each result as it arrives: gradebook row, feedback page, then the caller hears."""
 
-    def __init__(self, db_url: str, out: Path, total: int, on_event: OnEvent):
+    def __init__(self, db_url: str, out: Path, total: int, on_event: OnEvent,
+                 late: tuple[LatePolicy, Extensions] = (NO_LATE_POLICY, NO_EXTENSIONS)):
         self.db_url, self.out, self.total, self.on_event = db_url, out, total, on_event
+        self.late = late
         self.results: list[SubmissionResult] = []
         self.timestamps: dict[tuple[str, str], datetime] = {}
         self._writer: gradebook.GradebookWriter | None = None
@@ -255,7 +263,7 @@ class _Recorder:
         gradebook.register_lessons(self.db_url, lessons)
         if roster:
             gradebook.register_students(self.db_url, roster)
-        self._writer = gradebook.GradebookWriter(self.db_url)
+        self._writer = gradebook.GradebookWriter(self.db_url, *self.late)
 
     def __call__(self, result: SubmissionResult) -> None:
         assert self._writer is not None, "the gradebook is set up before any result arrives"
@@ -263,6 +271,10 @@ class _Recorder:
         result = self._writer.record(result, self.timestamps.get((result.student,
                                                                   result.lesson)))
         feedback.write(self.out / "feedback", result)
+        if result.late is not None:
+            from .late_plugin import show_in_formgrader  # imports nbgrader: only when late
+
+            show_in_formgrader(self.out / "autograded", result)
         self.results.append(result)
         self.on_event(SubmissionRecorded(result, len(self.results), self.total))
 

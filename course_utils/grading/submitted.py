@@ -21,6 +21,7 @@ from pathlib import Path
 from .intake import Submission
 
 TIMESTAMP_FILE = "timestamp.txt"
+SECRET_FILE = "submission_secret.txt"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # what `nbgrader submit` writes
 MAX_TIMESTAMP_BYTES = 100
 
@@ -80,6 +81,8 @@ def keep(submissions: Path, submission: Submission, submitted_dir: Path) -> date
         for notebook in submission.notebooks:
             if notebook.path is not None:
                 _copy_no_follow(notebook.path, target / notebook.path.name)
+        # What `nbgrader submit` gave it: release_feedback needs it (tools/handback.py).
+        _copy_no_follow(source / SECRET_FILE, target / SECRET_FILE)
     if same and _read_timestamp(target) == text:
         return parse_timestamp(text)
     (target / TIMESTAMP_FILE).write_text(text + "\n", encoding="ascii")

@@ -107,6 +107,15 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
                              help=spec.option_help(limit.default))
 
 
+def _add_request_options(parser: argparse.ArgumentParser) -> None:
+    """The options GradeRequest's fields declare (late work: request.py)."""
+    from ..grading.options import add_options
+    from ..grading.request import GradeRequest
+
+    add_options(parser.add_argument_group("late work", "due dates, extensions and the "
+                                          "penalty (docs/instructor.md)"), GradeRequest)
+
+
 def _limits_from(args: argparse.Namespace):
     from ..grading.records import Limits, command_line_limits
 
@@ -118,6 +127,7 @@ def _grade(args) -> int:
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
     from ..grading import shard_record, workspace
+    from ..grading.options import chosen
     from ..grading.report import as_json, format_table
     from ..grading.request import GradeRequest
     from ..grading.roster import read_roster
@@ -135,7 +145,8 @@ def _grade(args) -> int:
         course_root(), Path(args.submissions), out, lessons=tuple(args.lesson or ()),
         db_url=args.db, jobs=args.jobs, limits=_limits_from(args), seed=args.seed,
         use_sandbox=not args.unsafe_no_sandbox, use_limits=not args.unsafe_no_limits,
-        shard=shard, roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
+        shard=shard, roster=tuple(read_roster(Path(args.roster))) if args.roster else (),
+        **chosen(args, GradeRequest))
     with workspace.terminate_as_exit():  # scancel: scratch and control groups removed
         if scheduled is None:
             outcome = grade(request, on_event=lambda event: _hear(event, as_text))
@@ -160,6 +171,8 @@ def _grade(args) -> int:
         if outcome.absent:
             print(f"{outcome.absent} row(s) are students who submitted nothing for a lesson "
                   "(status missing).")
+        if outcome.changes is not None:
+            print(outcome.changes.line)
     for folder in outcome.groups_left:  # on stderr, so that --json output stays JSON
         print(f"Warning: control group {folder} could not be removed (a process in it "
               "outlived SIGKILL); remove it with rmdir once it is empty.", file=sys.stderr)
@@ -276,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="grade without control-group limits (one submission can then "
                             "exhaust this machine: see docs/grading.md)")
     _add_limit_options(grade)
+    _add_request_options(grade)
     grade.set_defaults(run=_grade)
 
     prepare = commands.add_parser(
@@ -286,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.set_defaults(run=_gradebook)
 
     add_cluster_commands(commands)  # collect, cluster-check
+    from .grading_commands import add_commands
+
+    add_commands(commands)  # export, release-feedback
 
     clean = commands.add_parser("clean", help="strip outputs and volatile metadata from notebooks")
     clean.add_argument("paths", nargs="+")
