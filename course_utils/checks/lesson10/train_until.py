@@ -39,10 +39,24 @@ def probe(train_until, inputs):
     import warnings
 
     import torch
+    from torch.overrides import TorchFunctionMode
+
+    class Kept(TorchFunctionMode):  # an operation on a loss (not detached) that builds a graph
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            used = [t for a in args for t in (a if isinstance(a, (list, tuple)) else [a])]
+            if getattr(out, "grad_fn", None) is not None and any(
+                    t is loss for t in used for loss in losses):
+                log.append("graph kept")
+            return out
+
+    def loss_fn(logits, labels):
+        losses.append(loss := torch.nn.functional.cross_entropy(logits, labels))
+        return loss
 
     results = []
     for drawn in inputs["cases"]:
-        model, log = build_mlp(drawn["model"]), []
+        model, log, losses = build_mlp(drawn["model"]), [], []
         data = [(torch.tensor(f), torch.tensor(y)) for f, y in drawn["batches"]]
 
         def batches(data=data, log=log):
@@ -52,11 +66,11 @@ def probe(train_until, inputs):
             log.append("loop ended")
 
         optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
-        with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), \
+        with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), Kept(), \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore")  # float(loss) warns about requires_grad: a read
-            run = run_learner(train_until, model, batches(), torch.nn.functional.cross_entropy,
-                              optimizer, drawn["target"], drawn["every"])
+            run = run_learner(train_until, model, batches(), loss_fn, optimizer,
+                              drawn["target"], drawn["every"])
         value = run.value
         results.append({"error": run.error, "log": log, "type": type_name(value),
                         "value": value if type_name(value) == "int" else None,
@@ -110,6 +124,10 @@ def _verify_case(drawn: dict, seen: dict) -> None:
     if steps_taken != expected["steps"] or seen["value"] != expected["steps"]:
         cause, fix = stop_fix(drawn, expected, steps_taken, seen["value"])
         fail(f"{where}, {cause}", fix)
+    if "graph kept" in seen["log"]:
+        fail(f"{where}, train_until added the loss itself to the window (not loss.detach()): "
+             "the window then holds every step's autograd graph alive.",
+             "add loss.detach() to the window, not loss.")
     checks_made = expected["steps"] // every
     missing = [s for s in range(every, expected["steps"] + 1, every) if s not in reads]
     if missing:
@@ -118,9 +136,10 @@ def _verify_case(drawn: dict, seen: dict) -> None:
     after = [x for p in seen["params"] for x in _flat(p)]
     target = [x for p in expected["params"] for x in _flat(p)]
     if math.dist(after, target) > 1e-4 * (1 + math.hypot(*target)):
-        fail(f"{where}, the weights after train_until differ from a run of the same steps.",
-             "call optimizer.zero_grad() before each backward, then loss_fn(model(features), "
-             "labels), backward() and optimizer.step(), once per batch.")
+        fail(f"{where}, the weights after train_until differ from a run of the same steps: "
+             "without optimizer.zero_grad() before each backward, gradients add up.",
+             "call optimizer.zero_grad(), then loss_fn(model(features), labels), backward() "
+             "and optimizer.step(), once per batch.")
 
 
 def _success(inputs: dict) -> str:

@@ -78,7 +78,8 @@ def stop_fix(drawn: dict, expected: dict, steps_taken: int, returned) -> tuple[s
                    else "."),
                 ("compare the mean of the last `every` losses (the window's total / every, "
                 "reset after each check) with target, and stop when it is <= target."))
-    return ((f"train_until went on to step {steps_taken}; it should stop at the check after step "
-            f"{right}, where the mean of the last {every} losses is <= target."),
+    return ((f"train_until went on to step {steps_taken}; it should return at the check after "
+             f"step {right}, where the mean of the last {every} losses (the window, reset to "
+             "None or zero after each check) is <= target."),
             ("check after every `every`-th step (steps % every == 0), and reset the window "
             "after each check."))
