@@ -29,7 +29,10 @@ class Interval:
     runs: int
 
     def text(self, digits: int = 3) -> str:
-        return f"{self.mean:.{digits}g} [{self.low:.{digits}g}, {self.high:.{digits}g}]"
+        """'2.91 [1.5, 4.33]'; whole numbers with separators from 1000 on: '6,601 [3,625, ...]'."""
+        def number(x: float) -> str:
+            return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+        return f"{number(self.mean)} [{number(self.low)}, {number(self.high)}]"
 
 
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
@@ -64,14 +67,14 @@ def summary_table(records: Mapping[str, list], comparisons: Mapping[str, str] | 
     before) and the rows ``skipped`` with their reasons."""
     comparisons = comparisons or {}
     width = max(len(name) for name in [*records, *(s.name for s in skipped)]) + 2
-    lines = [(f"{'row':<{width}}{'lesson':<8}{'time to target (s)':<26}{'tokens/s':<26}"
+    lines = [(f"{'row':<{width}}{'lesson':<8}{'time to target (s)':<26}{'tokens/s':<28}"
              f"{'peak MiB':<10}{'reached':<9}vs the row before")]
     for name, runs in records.items():
         seconds = mean_interval([run.seconds for run in runs])
         rate = mean_interval([run.tokens_per_s for run in runs])
         reached = sum(run.reached for run in runs)
         lesson = getattr(runs[0], "lesson", "")
-        lines.append(f"{name:<{width}}{lesson:<8}{seconds.text():<26}{rate.text(4):<26}"
+        lines.append(f"{name:<{width}}{lesson:<8}{seconds.text():<26}{rate.text():<28}"
                      f"{_mib([run.peak_bytes for run in runs]):<10}"
                      f"{f'{reached}/{len(runs)}':<9}{comparisons.get(name, '')}")
     lines += [f"{row.name:<{width}}{row.lesson:<8}skipped: {row.reason}" for row in skipped]

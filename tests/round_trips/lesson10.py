@@ -5,4 +5,4 @@ WRONG = WrongAnswer(
     "def verdict(before_s, after_s, alpha=0.05):\n"
     "    test = stats.ttest_ind(before_s, after_s, equal_var=False)\n"
     "    return 'faster' if test.pvalue < alpha else 'not shown'\n",
-    "two-sided test doubles")
+    "a two-sided test (or abs()) says the times differ")
