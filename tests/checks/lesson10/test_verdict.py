@@ -34,6 +34,11 @@ def two_sided(before_s, after_s, alpha=0.05):
         else "not shown"
 
 
+def two_sided_with_direction(before_s, after_s, alpha=0.05):
+    test = stats.ttest_ind(before_s, after_s, equal_var=False)
+    return "faster" if test.pvalue < alpha and test.statistic > 0 else "not shown"
+
+
 def student(before_s, after_s, alpha=0.05):
     p = stats.ttest_ind(before_s, after_s, alternative="greater").pvalue
     return "faster" if p < alpha else "not shown"
@@ -53,7 +58,8 @@ def test_the_solution_and_right_alternatives_pass():
 
 
 def test_each_mistake_is_named():
-    assert "two-sided test doubles" in failure(check_verdict, two_sided)
+    assert "a two-sided test (or abs())" in failure(check_verdict, two_sided)
+    assert "two-sided test doubles" in failure(check_verdict, two_sided_with_direction)
     assert "Student's test" in failure(check_verdict, student, hidden=True, seed=0)
     assert "comparing the means alone" in failure(check_verdict, means_only)
     assert "ignored alpha" in failure(check_verdict, fixed_alpha, hidden=True, seed=0)
