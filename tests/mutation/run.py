@@ -40,6 +40,9 @@ SETTINGS = {
         hidden_seeds=(), timeout_s=400.0, slow=True,
         why="each run launches torchrun with two CPU ranks (about 10 s of CPU each): run "
             "with --slow, visible inputs only"),
+    "lesson10/train_until": Settings(
+        hidden_seeds=(1, 7),
+        why="each run trains two small models per case, drawn and checked: two hidden seeds"),
 }
 
 
