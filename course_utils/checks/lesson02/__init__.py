@@ -25,3 +25,17 @@ def expect_batches_moved(meta: dict, what: str) -> None:
     fail(f"{where}: the data were not moved to the model's device. On a GPU this raises "
          "'Expected all tensors to be on the same device'.",
          "inside the loop, write `features, labels = features.to(device), labels.to(device)`.")
+
+
+def expect_one_device(stopped: dict | None, what: str) -> None:
+    """After the batch reached the model on 'meta': no operation mixed it with host data."""
+    if not stopped or stopped["why"] != "mixed":
+        return
+    line = stopped["line"]
+    where = f"line {line['lineno']} of {line['function']} (`{line['text']}`)" if line else what
+    fail(f"At {where}, {stopped['operation']} combined a tensor on the device ('meta' in this "
+         "check, a stand-in for a GPU) with one left on 'cpu' (the labels were not moved, or "
+         "were copied back): on a GPU this raises 'Expected all tensors to be on the same "
+         "device'.",
+         "move the labels with the features, `features, labels = features.to(device), "
+         "labels.to(device)`, and compare the predictions with them on the device.")

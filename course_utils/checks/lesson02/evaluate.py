@@ -10,11 +10,12 @@ from ...probe import (  # noqa: F401 (names the probe uses)
     TrackedBatches,
     build_mlp,
     describe,
+    meta_stand_in,
     run_learner,
 )
 from .. import references
 from ..framework import check, expect_close, expect_no_error, fail
-from . import expect_batches_moved
+from . import expect_batches_moved, expect_one_device
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -41,9 +42,11 @@ def probe(evaluate, inputs):
                                          generator=torch.Generator())  # not the global RNG
     moves = []
     model = build_mlp(inputs["model"], "meta", dropout=0.5)
-    forwards = ForwardRecorder(model, stop_if=lambda record: True)
-    run = run_learner(evaluate, model, TrackedBatches(loader, moves), torch.device("meta"))
-    meta = {"error": run.error, "forwards": forwards.records[:1], "moves": moves}
+    forwards = ForwardRecorder(model, stop_if=lambda record: record["input_device"] != "meta")
+    with meta_stand_in() as stand_in:  # on past the forward pass: where do the labels meet it?
+        run = run_learner(evaluate, model, TrackedBatches(loader, moves), torch.device("meta"))
+    meta = {"error": run.error, "forwards": forwards.records[:1], "moves": moves,
+            "stopped": stand_in.stopped}
 
     model = build_mlp(inputs["model"], dropout=0.5).train()
     forwards = ForwardRecorder(model)
@@ -73,6 +76,7 @@ def check_evaluate_accuracy(inputs, observations, hidden):
         fail(f"evaluate() returned {cpu['returned']['type']!r}, not a float.",
              "return the fraction of correct predictions, `correct / total`.")
     expect_batches_moved(meta, "evaluate()")
+    expect_one_device(meta["stopped"], "evaluate()")
     if any(training for training, _ in cpu["modes"]):
         fail("The model was evaluated in training mode: the check handed it over in train mode "
              "(as training leaves it), so dropout was still active and dropped random "
