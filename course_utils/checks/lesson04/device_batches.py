@@ -13,10 +13,11 @@ def make_inputs(seed: int, hidden: bool) -> dict:
     if not hidden:
         return {"configs": [{"n": 10, "batch_size": 4, "seeds": [0, 1]}]}
     rng = random.Random(seed)
-    size = rng.randint(3, 7)
-    exact, uneven = size * rng.randint(3, 5), size * rng.randint(3, 5) + rng.randint(1, size - 1)
+    size = rng.randint(3, 7)  # every remainder's kind on every seed: one, more, none
+    last_of_one, uneven = size * rng.randint(3, 5) + 1, size * rng.randint(3, 5) + rng.randint(
+        2, size - 1)
     return {"configs": [{"n": n, "batch_size": size, "seeds": rng.sample(range(1000), 2)}
-                        for n in (uneven, exact)]}
+                        for n in (last_of_one, uneven, size * rng.randint(3, 5))]}
 
 
 def probe(DeviceBatches, inputs):
@@ -55,7 +56,8 @@ def probe(DeviceBatches, inputs):
                 run = run_learner(lambda: list(DeviceBatches(*data, size, seed=seed)))
             return {"devices": sorted({str(part.device) for item in run.value or []
                                        for part in item if isinstance(part, torch.Tensor)}),
-                    "single": recorder.single, "host": recorder.host[:3], "error": run.error}
+                    "single": recorder.single, "host": recorder.host[:3], "error": run.error,
+                    "mixed": recorder.mixed[:1]}
 
         tasks = {"a": lambda: epochs(make(), 3), "b": lambda: epochs(make(), 2, disturb_from=1),
                  "c": lambda: epochs(make(other), 1),

@@ -92,6 +92,15 @@ def expect_on_the_data_device(runs: list) -> None:
                  "make what you index with on the data's device, or on the CPU and move it: "
                  "torch.randperm(n, generator=self.generator).to(features.device); a "
                  "generator must live where randperm draws.")
+        for mixed in meta["mixed"]:
+            line = mixed["line"]
+            at = f" at line {line['lineno']} of {line['function']} (`{line['text']}`)" \
+                if line else ""
+            fail(f"{stand_in} cut a batch out of the data with positions on the CPU"
+                 f"{at}: on a GPU {mixed['operation']} first copies those positions to the "
+                 "device, one host-to-device copy per batch.",
+                 "move the epoch's order to the data's device once, when you draw it: "
+                 "torch.randperm(n, generator=self.generator).to(self.features.device).")
         if meta["devices"] != ["meta"]:
             fail(f"{stand_in} yielded batches on {meta['devices']}.",
                  "leave the data where they are: index them with a tensor of positions.")
