@@ -126,8 +126,12 @@ def run_check(session: KernelSession, call: CheckCall, seed: int,
             raise
         except Exception as error:  # noqa: BLE001 - learner code's trial fails this check only
             return f"the answer could not be checked ({type(error).__name__}); it scores 0"
+    from ..checks.framework import GraderError
+
     try:
         return check.evaluate(inputs, observations, call.hidden)
+    except GraderError:
+        raise  # the check's own bug: the notebook's status is `error`, not the learner's 0
     except Exception as error:  # noqa: BLE001 - malformed observations fail closed
         return f"the answer could not be checked ({type(error).__name__}); it scores 0"
 
