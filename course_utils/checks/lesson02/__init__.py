@@ -1,7 +1,19 @@
 """Checks for lesson 02, "A training loop on the device", and what they share."""
 from __future__ import annotations
 
+from typing import TypedDict
+
+from ...probe import LineFacts
 from ..framework import fail
+
+
+class StandInStop(TypedDict):
+    """Where probe.meta_stand_in() ended the learner's code on the GPU's stand-in."""
+
+    why: str  # "mixed": device and host operands met; "read": a device value was read
+    operation: str  # the torch function's name, e.g. '__eq__'
+    devices: list[str]  # the device types of its operands
+    line: LineFacts | None  # the learner's line that made the call
 
 
 def expect_batches_moved(meta: dict, what: str) -> None:
@@ -27,7 +39,7 @@ def expect_batches_moved(meta: dict, what: str) -> None:
          "inside the loop, write `features, labels = features.to(device), labels.to(device)`.")
 
 
-def expect_one_device(stopped: dict | None, what: str) -> None:
+def expect_one_device(stopped: StandInStop | None, what: str) -> None:
     """After the batch reached the model on 'meta': no operation mixed it with host data."""
     if not stopped or stopped["why"] != "mixed":
         return
