@@ -7,6 +7,7 @@ import random
 from ...probe import Spy, run_learner, type_name
 from .. import references
 from ..framework import case, check, expect_no_error, fail
+from . import compile_ready_rules as rules
 
 NO_BREAK = ("keep the largest magnitude on the device (scores.abs().amax()) and choose with "
             "tensor operations: torch.where(largest > 10, scores * (10 / largest), scores), "
@@ -85,17 +86,6 @@ def probe(score, compile_for_batches, inputs):
             "asked": asked, "compiled_per_call": calls, "call_error": failed}
 
 
-def _expected(inputs: dict) -> list:
-    """(the original's scores, their largest magnitude) per batch, in float64."""
-    import torch
-
-    weight, out = torch.tensor(inputs["weight"], dtype=torch.float64), []
-    for scores in (torch.tensor(x, dtype=torch.float64) @ weight for x in inputs["batches"]):
-        largest = scores.abs().max().item()
-        out.append(((scores * (10 / max(largest, 10))).softmax(-1), largest))
-    return out
-
-
 def _success(inputs: dict) -> str:
     sizes = ", ".join(str(len(b)) for b in inputs["batches"])
     return (f"score() matches the original on batches of {sizes} with no graph break, and "
@@ -113,17 +103,14 @@ def check_compile_ready(inputs, observations, hidden):
 def _verify_score(inputs: dict, seen: dict) -> None:
     import torch  # here: the grader imports checks without torch
     expect_no_error(seen["score_error"], "score(x, weight)")
-    for batch, got, (expected, largest) in zip(inputs["batches"], seen["values"],
-                                              _expected(inputs), strict=False):
+    for batch, got, (expected, scores, largest) in zip(inputs["batches"], seen["values"],
+                                                      rules.expected_scores(inputs), strict=False):
         if got is None or list(torch.tensor(got).shape) != list(expected.shape):
             fail(f"score() on a batch of {len(batch)} did not return a tensor of shape "
                  f"{list(expected.shape)}.", "return the softmax of the scores over dim=-1.")
-        if not torch.allclose(torch.tensor(got, dtype=torch.float64), expected, atol=1e-4):
-            fail(f"score() on a batch of {len(batch)} whose largest |score| is {largest:.2f}, "
-                 f"{'just ' * (abs(largest - 10) < 1)}{'over' if largest > 10 else 'under'} the "
-                 "threshold 10, differs from the original's values (which " + (
-                     "scale these scores by 10 / largest)." if largest > 10 else
-                     "leave them as they are)."),
+        values = torch.tensor(got, dtype=torch.float64)
+        if not torch.allclose(values, expected, atol=1e-4):
+            fail(rules.what_differs(values, scores, largest),
                  "scale by 10 / largest only when largest > 10, then softmax over dim=-1.")
     if seen["breaks"] is None:
         fail("torch._dynamo.explain could not run score().", NO_BREAK)

@@ -72,9 +72,20 @@ def test_each_graph_break_is_named_with_dynamos_reason():
 
 def test_values_that_differ_are_told_the_rule():
     message = failure(check_compile, score_always_scaled, compile_for_batches)
-    assert ("score() on a batch of 4 whose largest |score| is 9.50, just under the threshold "
-            "10, differs from the original's values (which leave them as they are).") in message
+    assert ("score() on a batch of 4 whose largest |score| is 9.50 scaled the scores by "
+            "10 / 9.5: the original scales by 10 / the largest |score| only when it exceeds "
+            "10.") in message
     assert "only when largest > 10" in message
+
+
+def test_values_name_the_dimension_their_softmax_ran_over():
+    def score_over_the_batch(x, weight):
+        scores = x @ weight
+        largest = scores.abs().amax()
+        return torch.where(largest > 10, scores * (10 / largest), scores).softmax(dim=0)
+
+    message = failure(check_compile, score_over_the_batch, compile_for_batches)
+    assert "returned columns that each sum to 1: its softmax ran over dim 0" in message
 
 
 def test_every_draw_probes_the_threshold_from_both_sides():
