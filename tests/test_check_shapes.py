@@ -55,3 +55,28 @@ def test_forged_data_fail_the_answer_and_a_verify_bug_is_the_graders():
     assert "too big" in check.evaluate({}, {**GOOD, "value": 2.0}, hidden=False).message
     with pytest.raises(GraderError, match="KeyError"):
         check.evaluate({}, GOOD, hidden=False)
+
+
+def test_the_grader_reports_a_verify_bug_as_its_own_error_not_the_learners_zero(monkeypatch):
+    """worker.run_check lets GraderError through (the notebook's status becomes `error`);
+    forged data still score 0 with the reason."""
+    import json
+
+    from course_utils.checks import REGISTRY
+    from course_utils.grading.testcells import CheckCall
+    from course_utils.grading.worker import run_check
+
+    class Session:  # the kernel's answer to the probe expression: JSON text, as a repr
+        def __init__(self, observations):
+            self.text = repr(json.dumps(observations))
+
+        def evaluate(self, expression):
+            return self.text
+
+    monkeypatch.setitem(REGISTRY, "check_shapes_demo",
+                        _check(lambda inputs, seen, hidden: seen["missing"]))
+    call = CheckCall("check_shapes_demo", ("answer",), hidden=True)
+    with pytest.raises(GraderError):
+        run_check(Session(GOOD), call, seed=1)
+    verdict = run_check(Session({"value": 0.5}), call, seed=1)
+    assert verdict.fraction == 0 and "incomplete or forged" in verdict.message
