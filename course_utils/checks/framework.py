@@ -30,12 +30,19 @@ from typing import Any, NoReturn
 
 from ..lab.args import is_real
 from ..probe import ErrorFacts, bundle, describe_error
+from .shapes import shape_problem
 
 VISIBLE_SEED = 0
 
 
 class CheckFailure(AssertionError):
     """A learner's answer is wrong; the message names the cause, then the fix."""
+
+
+class GraderError(Exception):
+    """A check's own bug: its observations had the declared shape (``observes``), yet verify()
+    failed reading them. The grader reports it as ``error`` to the instructor; it is never
+    blamed on the learner."""
 
 
 # ---------------------------------------------------------------- verdicts
@@ -142,6 +149,7 @@ class Check:
     success: str | Callable[[Any], str]
     n_answers: int = 1
     outside: Outside | None = None  # work the grader does itself (see Outside)
+    observes: Any = None  # the probe's observations' type (checks/shapes.py), None: unchecked
 
     def success_line(self, inputs: Any) -> str:
         """What a pass means for these inputs: exactly what was tested."""
@@ -153,15 +161,19 @@ class Check:
         token = _collector.set(results)
         try:
             _expect_probe_ran(observations)
+            problem = None if self.observes is None else shape_problem(observations,
+                                                                        self.observes)
+            if problem is not None:
+                return _incomplete(self.name, f"{problem}, not what the probe reports")
             self.verify(inputs, observations, hidden)
         except CheckFailure as failure:  # outside every case: the whole check fails
             return Verdict((CaseResult(self.name, 1.0, False, str(failure)),))
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+            if self.observes is not None:  # the shape was right: the check's own bug
+                raise GraderError(f"{self.name}'s verify() failed on observations of the "
+                                  f"declared shape: {type(error).__name__}: {error}") from error
             # Observations that do not have the probe's shape: forged or tampered with.
-            return Verdict((CaseResult(self.name, 1.0, False, (
-                f"The answer could not be checked: the check's data were incomplete "
-                f"({type(error).__name__}).\nHow to fix it: run the notebook from a fresh "
-                "kernel without redefining the course's functions, then run the check again.")),))
+            return _incomplete(self.name, type(error).__name__)
         finally:
             _collector.reset(token)
         return Verdict(tuple(results) or (CaseResult(self.name, 1.0, True),))
@@ -199,19 +211,28 @@ class Check:
         return f"(lambda ns: (exec({program!r}, ns), ns['result'])[1])({{'answers': ({answers})}})"
 
 
+def _incomplete(name: str, why: str) -> Verdict:
+    return Verdict((CaseResult(name, 1.0, False, (
+        f"The answer could not be checked: the check's data were incomplete or forged ({why})."
+        "\nHow to fix it: run the notebook from a fresh kernel without redefining the course's "
+        "functions, then run the check again.")),))
+
+
 REGISTRY: dict[str, Check] = {}
 
 
 def check(*, success: str | Callable[[Any], str], make_inputs: Callable[[int, bool], Any],
           probe: Callable[..., Any], n_answers: int = 1,
-          outside: Outside | None = None) -> Callable[[Callable], Check]:
-    """Decorator: register ``verify`` as the check named after it (``check_<exercise>``)."""
+          outside: Outside | None = None, observes: Any = None) -> Callable[[Callable], Check]:
+    """Decorator: register ``verify`` as the check named after it (``check_<exercise>``);
+    ``observes``: the type of what the probe reports, validated before verify (shapes.py)."""
 
     def register(verify: Callable[[Any, Any, bool], None]) -> Check:
         name = verify.__name__
         if name in REGISTRY:
             raise RuntimeError(f"Two checks are named {name!r}; names must be unique.")
-        REGISTRY[name] = Check(name, make_inputs, probe, verify, success, n_answers, outside)
+        REGISTRY[name] = Check(name, make_inputs, probe, verify, success, n_answers, outside,
+                               observes)
         return REGISTRY[name]
 
     return register

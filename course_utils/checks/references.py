@@ -15,6 +15,16 @@ def matrix(rng: random.Random, rows: int, cols: int, scale: float = 1.0) -> list
     return [[round(rng.gauss(0, scale), 4) for _ in range(cols)] for _ in range(rows)]
 
 
+def matrix_with_largest_product(rng: random.Random, rows: int, weight: list[list[float]],
+                                target: float) -> list[list[float]]:
+    """A random matrix x (rows × len(weight)) scaled so that max |x @ weight| is ``target``
+    (to about 1e-5): inputs that land where a threshold on the product is probed."""
+    x = matrix(rng, rows, len(weight))
+    top = max(abs(sum(a * w[j] for a, w in zip(row, weight, strict=True)))
+              for row in x for j in range(len(weight[0])))
+    return [[round(a * target / top, 6) for a in row] for row in x]
+
+
 def mlp_spec(rng: random.Random, sizes: tuple[int, int, int], scale: float = 0.5) -> dict:
     """Weights of Linear(n_in, hidden)-ReLU-Linear(hidden, n_out) as plain lists."""
     n_in, hidden, n_out = sizes

@@ -102,7 +102,7 @@ def run_check(session: KernelSession, call: CheckCall, seed: int,
     """Probe the answer in the kernel, verify here: the Verdict, or the message of why the
     answer could not be checked at all (it then scores 0). A check with work the kernel must
     not do for the grader (checks.framework.Outside) does it here, in ``outside``."""
-    from ..checks import REGISTRY
+    from ..checks import REGISTRY, framework
 
     check = REGISTRY.get(call.check_name)
     if check is None:
@@ -128,6 +128,8 @@ def run_check(session: KernelSession, call: CheckCall, seed: int,
             return f"the answer could not be checked ({type(error).__name__}); it scores 0"
     try:
         return check.evaluate(inputs, observations, call.hidden)
+    except framework.GraderError:  # the check's own bug: the notebook's status is `error`
+        raise
     except Exception as error:  # noqa: BLE001 - malformed observations fail closed
         return f"the answer could not be checked ({type(error).__name__}); it scores 0"
 

@@ -116,6 +116,19 @@ def describe_error(error):
         line=line, raised_in=raised_in)
 
 
+def learner_line():
+    """The innermost line of the learner's own code on the current call stack (a
+    :class:`LineFacts`), or None when no learner code is running."""
+    import linecache
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()):
+        if not _is_library_file(frame.filename):
+            text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+            return LineFacts(lineno=frame.lineno, text=text[:200], function=frame.name)
+    return None
+
+
 class LearnerRun:
     """What one call of the learner's code did: its value, its error, or a stop."""
 

@@ -6,12 +6,14 @@
   inputs arrived;
 * :class:`StopAfter` -- a loader that ends the learner's loop after N batches;
 * :func:`track_moves`, :class:`TrackedBatches` -- tensors that record where ``.to()`` sent them;
-* :func:`meta_recorder` -- on meta tensors, reads of device values (probe/syncs.py's table) and
-  one-example indexing;
+* :func:`meta_recorder` -- on meta tensors, reads of device values (probe/syncs.py's table),
+  one-example indexing, and calls mixing meta and host operands;
+* :func:`meta_stand_in` -- runs the learner's code on meta tensors (a GPU's stand-in) until it
+  mixes devices or reads a device value, and says which operation on which line did;
 * :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in),
   and ``torch.randperm`` refuses a generator of another device, as a GPU's does.
 """
-from .facts import StopProbe, type_name
+from .facts import StopProbe, learner_line, type_name
 from .syncs import DeviceJudge, read_by
 
 
@@ -138,19 +140,19 @@ def track_moves(tensor, moves):
     (``x.to(device)`` without assignment) from "never moved"."""
     import torch
 
-    class Tracked(torch.Tensor):
-        def to(self, *args, **kwargs):
-            moved = super().to(*args, **kwargs)
+    class Tracked(torch.Tensor):  # each call makes its own class: moved copies are plain
+        def to(self, *args, **kwargs):  # tensors, or two batches' classes could not meet
+            moved = super().to(*args, **kwargs).as_subclass(torch.Tensor)
             moves.append(str(moved.device))
             return moved
 
         def cuda(self, *args, **kwargs):
             moves.append("cuda")
-            return super().cuda(*args, **kwargs)
+            return super().cuda(*args, **kwargs).as_subclass(torch.Tensor)
 
         def cpu(self, *args, **kwargs):
             moves.append("cpu")
-            return super().cpu(*args, **kwargs)
+            return super().cpu(*args, **kwargs).as_subclass(torch.Tensor)
 
     return tensor.as_subclass(Tracked)
 
@@ -174,14 +176,17 @@ class TrackedBatches:
 def meta_recorder():
     """A torch function mode that records, for calls on meta tensors (a GPU's stand-in),
     ``host``: the reads of device values asked for ('.cpu()', '.item()', ..., as the table of
-    probe/syncs.py judges them), and ``single``: how many results have fewer dimensions than
-    their input (``data[i]``, one example at a time)."""
+    probe/syncs.py judges them), ``single``: how many results have fewer dimensions than
+    their input (``data[i]``, one example at a time), and ``mixed``: calls that combine meta
+    tensors with host ones (:func:`meta_and_host`; ``data[index]`` with a host ``index``
+    works on a GPU too, but copies the index to the device first)."""
     from torch.overrides import TorchFunctionMode
 
     class Recorder(TorchFunctionMode):
         def __init__(self):
             super().__init__()
             self.host, self.single, self.judge = [], 0, DeviceJudge(meta=True)
+            self.mixed = []  # {"operation", "line"} of calls mixing meta and host operands
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             import torch
@@ -191,6 +196,9 @@ def meta_recorder():
                 and args[0].device.type == "meta"
             if meta and read_by(func, args, kwargs, self.judge) is not None:
                 self.host.append(f".{getattr(func, '__name__', '')}()")
+            if len(meta_and_host(args, kwargs)) > 1:
+                self.mixed.append({"operation": getattr(func, "__name__", str(func)),
+                                   "line": learner_line()})
             out = func(*args, **kwargs)
             if meta and isinstance(out, torch.Tensor) and out.ndim < args[0].ndim:
                 self.single += 1
@@ -234,3 +242,51 @@ def meta_generators():
         return real_randperm(*args, **kwargs)
 
     return [(torch, "Generator", Generator), (torch, "randperm", randperm)]
+
+
+def meta_and_host(args, kwargs):
+    """The device types of a call's operands that a GPU would have to hold together: meta
+    tensors, and host tensors of one or more dimensions (a 0-dim host tensor may join a device
+    operation, as a Python number does). Two types in it: the call mixes devices."""
+    import torch
+
+    operands = [*args, *kwargs.values()]
+    operands += [item for group in operands if isinstance(group, (list, tuple)) for item in group]
+    tensors = [t for t in operands if isinstance(t, torch.Tensor)]
+    return {t.device.type for t in tensors if t.device.type == "meta" or t.ndim}
+
+
+def meta_stand_in(stop_at_read=True):
+    """A torch function mode for a run on meta tensors standing in for a GPU's. It ends the
+    learner's code (:class:`StopProbe`) where a GPU would fail or the stand-in cannot go on,
+    and records what it saw in ``stopped`` (None while the run goes on):
+
+    ``{"why": "mixed", "operation": ..., "devices": [...], "line": LineFacts | None}`` -- an
+    operation combined a meta tensor with a host tensor of one or more dimensions (a GPU
+    raises "Expected all tensors to be on the same device"; a 0-dim host tensor is allowed);
+    ``{"why": "read", ...}`` -- a device value read on the host (probe/syncs.py's table):
+    a meta tensor has no values, so the run stops there, after everything before it ran.
+    """
+    from torch.overrides import TorchFunctionMode
+
+    class StandIn(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.stopped, self.judge = None, DeviceJudge(meta=True)
+
+        def _stop(self, why, func, devices):
+            self.stopped = {"why": why, "operation": getattr(func, "__name__", str(func)),
+                            "devices": sorted(devices), "line": learner_line()}
+            raise StopProbe()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            devices = meta_and_host(args, kwargs)
+            if len(devices) > 1:
+                self._stop("mixed", func, devices)
+            if stop_at_read and "meta" in devices \
+                    and read_by(func, args, kwargs, self.judge) is not None:
+                self._stop("read", func, devices)
+            return func(*args, **kwargs)
+
+    return StandIn()

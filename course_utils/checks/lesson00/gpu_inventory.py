@@ -62,8 +62,11 @@ def check_gpu_inventory(inputs, observations, hidden):
             fail(f"{where}, gpu_inventory() returned a list whose items are not all dicts.",
                  f"append one dict per GPU, with the keys {list(KEYS)}.")
         if len(entries) != len(gpus):
+            listed = [entry.get("index") for entry in entries]
+            missing = [index for index in range(len(gpus)) if index not in listed]
             fail(f"{where}, gpu_inventory() returned {len(entries)} entries for {len(gpus)} "
-                 "GPU(s).",
+                 "GPU(s)" + (f": no entry has the index {', '.join(map(str, missing))}."
+                             if missing and len(entries) else "."),
                  "loop over range(torch.cuda.device_count()): one dict per GPU, [] with none.")
         for index, (entry, gpu) in enumerate(zip(entries, gpus, strict=True)):
             if set(entry) != set(KEYS):

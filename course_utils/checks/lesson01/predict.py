@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import StopProbe, build_mlp, describe, run_learner
+from ...probe import StopProbe, build_mlp, describe, run_learner, track_moves
 from ..framework import a, check, expect_close, expect_dtype, expect_no_error, expect_shape, fail
 
 
@@ -32,22 +32,17 @@ def probe(predict, inputs):
 
     seen, moves, applied, returned_to = [], [], [], []
 
-    class Watched(torch.Tensor):  # inputs that record the device each .to() returns
-        def to(self, *args, **kwargs):
-            moved = super().to(*args, **kwargs)
-            moves.append(str(moved.device))
-            return moved
-
     class Output(torch.Tensor):  # outputs that record where .cpu() or .to() sends them
         def cpu(self, *args, **kwargs):
             returned_to.append("cpu")
             raise StopProbe()
 
-        def to(self, *args, **kwargs):
-            for target in [kwargs.get("device"), *args]:
+        def to(self, *args, **kwargs):  # a non_blocking copy to the host is unfinished
+            for target in [kwargs.get("device"), *args]:  # until a sync: marked as such
                 if isinstance(target, (str, torch.device)):
-                    returned_to.append(str(torch.device(target)))
-            if "cpu" in returned_to:
+                    returned_to.append(str(torch.device(target)) + " non_blocking" * bool(
+                        kwargs.get("non_blocking")))
+            if {"cpu", "cpu non_blocking"} & set(returned_to):
                 raise StopProbe()
             return super().to(*args, **kwargs)
 
@@ -68,7 +63,7 @@ def probe(predict, inputs):
             return super()._apply(*args, **kwargs)
 
     model = OnMeta(build_mlp(inputs["model"], device="meta"))
-    run = run_learner(predict, model, torch.tensor(inputs["x"]).as_subclass(Watched))
+    run = run_learner(predict, model, track_moves(torch.tensor(inputs["x"]), moves))
     on_meta = {"error": run.error, "returned": describe(run.value), "seen": seen,
                "moves": moves, "model_moved": bool(applied), "returned_to": returned_to,
                "model_devices": sorted({str(p.device) for p in model.parameters()})}
@@ -130,7 +125,10 @@ def check_predict(inputs, observations, hidden):
     if not on_cpu["inputs_unchanged"]:
         fail(f"{where}, predict() changed the inputs tensor it was given.",
              "don't modify `inputs` in place: `inputs = inputs.to(device)` makes a new name.")
+    _verify_on_meta(on_meta)
 
+
+def _verify_on_meta(on_meta: dict) -> None:
     where = "With a model on the 'meta' device (a stand-in for a GPU)"
     seen, moves = on_meta["seen"], on_meta["moves"]
     if on_meta["model_moved"] or on_meta["model_devices"] != ["meta"]:
@@ -152,6 +150,10 @@ def check_predict(inputs, observations, hidden):
                  "`inputs = inputs.to(next(model.parameters()).device)`.")
         fail(f"{where}, the model received inputs on {seen[0]!r}: predict() did not move them.",
              MOVE_INPUTS)
+    if "cpu non_blocking" in on_meta["returned_to"]:
+        fail(f"{where}, predict() copied the outputs to the CPU with non_blocking=True and "
+             "returned them: on a GPU that copy may still be running when the caller reads "
+             "them (nothing waits for it).", "return `outputs.cpu()`, a copy that waits.")
     if "cpu" not in on_meta["returned_to"]:
         fail(f"{where}, predict() returned the outputs on "
              f"{on_meta['returned'].get('device')!r}, the model's device, instead of bringing "

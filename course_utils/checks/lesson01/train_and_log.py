@@ -107,7 +107,31 @@ def check_train_and_log(inputs, observations, hidden):
                 value, mean, rel_tol=1e-5):
             fail(f"Block {index}'s logged value is the loss of its last step only.",
                  "add up the losses of every step of the block, then divide by `log_every`.")
+        window = _window(losses, value, every) if not math.isclose(value, mean, rel_tol=1e-5) \
+            else None
+        if window is not None:
+            first, last, divisor = window
+            fail(f"Block {index}'s logged value, {value:.5g}, is the{' negated' * (value < 0)} "
+                 f"sum of the losses of steps {first + 1} to {last + 1} divided by {divisor}, "
+                 f"not the mean of steps {index * every + 1} to {(index + 1) * every}: the "
+                 + ("running total was not reset after the previous block." if first < index
+                    * every else "steps added up are not the block's log_every steps."),
+                 "add each step's loss to `running`, log `running.item() / log_every` when "
+                 "`(i + 1) % log_every == 0`, then reset `running`.")
         expect_close(value, mean, f"Block {index}'s logged mean loss",
                      "add up the block's losses (detached, on the device), divide by "
                      "`log_every`, and reset the total for the next block.", rel=1e-5,
                      reveal=not hidden)
+
+
+def _window(losses: list[float], value: float, every: int) -> tuple[int, int, int] | None:
+    """(first, last, divisor): steps whose losses, summed and divided, give ``value`` (or its
+    negation), the divisor log_every or the number of steps; None when no run of steps does."""
+    for first in range(len(losses)):
+        total = 0.0
+        for last in range(first, len(losses)):
+            total += losses[last]
+            for divisor in (every, last - first + 1):
+                if math.isclose(total / divisor, abs(value), rel_tol=1e-5):
+                    return first, last, divisor
+    return None

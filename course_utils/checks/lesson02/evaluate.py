@@ -3,18 +3,40 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any, TypedDict
 
 from ...probe import (  # noqa: F401 (names the probe uses)
+    ErrorFacts,
     ForwardRecorder,
     StopProbe,
     TrackedBatches,
     build_mlp,
     describe,
+    meta_stand_in,
     run_learner,
 )
 from .. import references
 from ..framework import check, expect_close, expect_no_error, fail
-from . import expect_batches_moved
+from . import StandInStop, expect_batches_moved, expect_one_device
+
+
+class OnMeta(TypedDict):
+    error: ErrorFacts | None  # raised by evaluate() with the model on 'meta'
+    forwards: list[dict[str, Any]]  # the first forward pass: ForwardRecorder's record
+    moves: list[str]  # the device each .to() of a batch's tensors returned
+    stopped: StandInStop | None  # where the stand-in run ended the learner's code
+
+
+class OnCpu(TypedDict):
+    error: ErrorFacts | None  # raised by evaluate() on the CPU
+    returned: dict[str, Any]  # probe.describe() of the returned value
+    value: float | None  # the returned number, when it is one
+    modes: list[list[bool]]  # per forward pass: [training, grad enabled]
+
+
+class Observations(TypedDict):
+    meta: OnMeta
+    cpu: OnCpu
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -41,9 +63,11 @@ def probe(evaluate, inputs):
                                          generator=torch.Generator())  # not the global RNG
     moves = []
     model = build_mlp(inputs["model"], "meta", dropout=0.5)
-    forwards = ForwardRecorder(model, stop_if=lambda record: True)
-    run = run_learner(evaluate, model, TrackedBatches(loader, moves), torch.device("meta"))
-    meta = {"error": run.error, "forwards": forwards.records[:1], "moves": moves}
+    forwards = ForwardRecorder(model, stop_if=lambda record: record["input_device"] != "meta")
+    with meta_stand_in() as stand_in:  # on past the forward pass: where do the labels meet it?
+        run = run_learner(evaluate, model, TrackedBatches(loader, moves), torch.device("meta"))
+    meta = {"error": run.error, "forwards": forwards.records[:1], "moves": moves,
+            "stopped": stand_in.stopped}
 
     model = build_mlp(inputs["model"], dropout=0.5).train()
     forwards = ForwardRecorder(model)
@@ -57,7 +81,7 @@ def probe(evaluate, inputs):
 
 @check(success="evaluate() counts correct predictions over the whole loader, in eval mode and "
                "without autograd, on the device it is given ('meta' here).",
-       make_inputs=make_inputs, probe=probe)
+       make_inputs=make_inputs, probe=probe, observes=Observations)
 def check_evaluate_accuracy(inputs, observations, hidden):
     meta, cpu = observations["meta"], observations["cpu"]
     expect_no_error(cpu["error"], "evaluate()")
@@ -73,6 +97,7 @@ def check_evaluate_accuracy(inputs, observations, hidden):
         fail(f"evaluate() returned {cpu['returned']['type']!r}, not a float.",
              "return the fraction of correct predictions, `correct / total`.")
     expect_batches_moved(meta, "evaluate()")
+    expect_one_device(meta["stopped"], "evaluate()")
     if any(training for training, _ in cpu["modes"]):
         fail("The model was evaluated in training mode: the check handed it over in train mode "
              "(as training leaves it), so dropout was still active and dropped random "
@@ -100,7 +125,23 @@ def check_evaluate_accuracy(inputs, observations, hidden):
         fail("evaluate() averaged the accuracies of the batches; the last batch is smaller, "
              "so its examples count more than the others.",
              "count correct predictions over all batches and divide by the number of examples.")
+    n, counts = len(inputs["y"]), _as_counts(value, len(inputs["y"]))
+    if counts and not math.isclose(value, truth["accuracy"], rel_tol=1e-6):
+        right = "" if hidden else f", while {truth['correct']} of the {n} examples are right"
+        fail(f"The returned accuracy, {value:.4g}, is {counts[0]} / {counts[1]}: {counts[0]} "
+             f"counted correct of {counts[1]} in total{right}.",
+             "start `correct` and `total` at 0, add `(predictions == labels).sum().item()` and "
+             "`labels.shape[0]` for every batch, and return `correct / total`.")
     expect_close(value, truth["accuracy"], "The returned accuracy",
                  "compare `outputs.argmax(dim=1)` with the labels, count the matches over the "
                  "whole loader, and divide by the number of examples.", rel=1e-6,
                  reveal=not hidden)
+
+
+def _as_counts(value: float, n: int) -> tuple[int, int] | None:
+    """(correct, total) as integers, total within 3 of the n examples, whose ratio is
+    ``value``: what the learner's counters held (the total nearest n first)."""
+    for total in sorted(range(max(1, n - 3), n + 4), key=lambda t: abs(t - n)):
+        if math.isclose(round(value * total) / total, value, rel_tol=1e-9):
+            return round(value * total), total
+    return None

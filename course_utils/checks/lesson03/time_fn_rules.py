@@ -122,8 +122,9 @@ def _expect_synchronised(run: dict, log: list, reads: list[int], syncs: list[dic
             cause = (f"synchronises {', '.join(sorted(map(str, synced)))}, but fn()'s work runs "
                      f"on {run['device']}: pass the device you were given.")
         elif late[0] == reads[0]:
-            fail("time_fn() started the clock while the warm-up was still running on "
-                 "the device, so the first timed call also counts the rest of the warm-up.",
+            fail("time_fn() started the clock with no synchronisation after the warm-up, while "
+                 "the warm-up was still running on the device, so the first timed call also "
+                 "counts the rest of the warm-up.",
                  "synchronise once after the warm-up loop, before the first clock reading.")
         else:
             cause = ("synchronises, but reads the clock right after fn() with no "

@@ -3,20 +3,49 @@ device."""
 from __future__ import annotations
 
 import random
+from typing import Any, TypedDict
 
-from ...probe import meta_generators, meta_recorder, patched, run_learner
+from ...probe import ErrorFacts, meta_generators, meta_recorder, patched, run_learner
 from ..framework import case, check, expect_no_error, fail
 from . import device_batches_rules as rules
+
+
+class Task(TypedDict):
+    value: Any  # epochs of batches ({"labels", "paired"} or a type's name), or the lengths
+    error: ErrorFacts | None  # what the learner's code raised, if it did
+
+
+class MetaRun(TypedDict):
+    devices: list[str]  # the devices of the tensors yielded from meta data
+    single: int  # results with fewer dimensions than their input: one example at a time
+    host: list[str]  # the first host reads of device values ('.cpu()', '.item()', ...)
+    error: ErrorFacts | None
+    mixed: list[Any]  # the first call that mixed meta and host operands: operation, line
+
+
+class MetaTask(TypedDict):
+    value: MetaRun | None
+    error: ErrorFacts | None  # the probe's meta run itself failed
+
+
+class Config(TypedDict):
+    three_epochs: Task  # three epochs of one object
+    disturbed: Task  # two epochs, the global generator drawn from between them
+    other_seed: Task  # one epoch of an object built with another seed
+    drop: Task  # one epoch with drop_last=True
+    len: Task  # [len() without, len() with drop_last]
+    meta: MetaTask  # an epoch over meta data (a GPU's stand-in)
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
     if not hidden:
         return {"configs": [{"n": 10, "batch_size": 4, "seeds": [0, 1]}]}
     rng = random.Random(seed)
-    size = rng.randint(3, 7)
-    exact, uneven = size * rng.randint(3, 5), size * rng.randint(3, 5) + rng.randint(1, size - 1)
+    size = rng.randint(3, 7)  # every remainder's kind on every seed: one, more, none
+    last_of_one, uneven = size * rng.randint(3, 5) + 1, size * rng.randint(3, 5) + rng.randint(
+        2, size - 1)
     return {"configs": [{"n": n, "batch_size": size, "seeds": rng.sample(range(1000), 2)}
-                        for n in (uneven, exact)]}
+                        for n in (last_of_one, uneven, size * rng.randint(3, 5))]}
 
 
 def probe(DeviceBatches, inputs):
@@ -55,10 +84,12 @@ def probe(DeviceBatches, inputs):
                 run = run_learner(lambda: list(DeviceBatches(*data, size, seed=seed)))
             return {"devices": sorted({str(part.device) for item in run.value or []
                                        for part in item if isinstance(part, torch.Tensor)}),
-                    "single": recorder.single, "host": recorder.host[:3], "error": run.error}
+                    "single": recorder.single, "host": recorder.host[:3], "error": run.error,
+                    "mixed": recorder.mixed[:1]}
 
-        tasks = {"a": lambda: epochs(make(), 3), "b": lambda: epochs(make(), 2, disturb_from=1),
-                 "c": lambda: epochs(make(other), 1),
+        tasks = {"three_epochs": lambda: epochs(make(), 3),
+                 "disturbed": lambda: epochs(make(), 2, disturb_from=1),
+                 "other_seed": lambda: epochs(make(other), 1),
                  "drop": lambda: epochs(make(drop_last=True), 1),
                  "len": lambda: [len(make()), len(make(drop_last=True))], "meta": on_meta}
         runs = {name: run_learner(task) for name, task in tasks.items()}
@@ -75,13 +106,13 @@ def _success(inputs: dict) -> str:
             f"indexing on the data's device (the CPU, meta): tested with {tested}.")
 
 
-@check(success=_success, make_inputs=make_inputs, probe=probe)
+@check(success=_success, make_inputs=make_inputs, probe=probe, observes=list[Config])
 def check_device_batches(inputs, observations, hidden):
     runs = []  # (where, n, batch size, observations)
     for config, seen in zip(inputs["configs"], observations, strict=True):
         where = f"With n={config['n']} examples and batch_size={config['batch_size']}"
-        expect_no_error(seen["a"]["error"], "DeviceBatches", where=where)
-        for problem in (b for e in seen["a"]["value"] for b in e if isinstance(b, str)):
+        expect_no_error(seen["three_epochs"]["error"], "DeviceBatches", where=where)
+        for problem in (b for e in seen["three_epochs"]["value"] for b in e if isinstance(b, str)):
             fail(f"{where}, DeviceBatches yielded {problem}, from data on the CPU.",
                  "yield pairs (features[index], labels[index]) of tensors, left where the data "
                  "are: do not move them to another device.")

@@ -17,10 +17,10 @@ def _orders(epochs: list[list]) -> list[list[int]]:
 
 def expect_every_example_once(runs: list) -> None:
     for where, n, size, seen in runs:
-        if not all(batch["paired"] for epoch in seen["a"]["value"] for batch in epoch):
+        if not all(batch["paired"] for epoch in seen["three_epochs"]["value"] for batch in epoch):
             fail(f"{where}, a batch's features do not belong to its labels.",
                  "index both with the same positions: features[index], labels[index].")
-        for order in _orders(seen["a"]["value"]):
+        for order in _orders(seen["three_epochs"]["value"]):
             if len(set(order)) < len(order):
                 fail(f"{where}, an epoch yielded some examples twice.", "draw one "
                      "permutation of range(n) per epoch and cut it into consecutive slices.")
@@ -52,7 +52,7 @@ def expect_drop_last_and_len(runs: list, hidden: bool) -> None:
 
 def _order_problem(n: int, seen: dict) -> str | None:
     """What is wrong with the epochs' orders, as observed (causes named only where known)."""
-    orders, again = _orders(seen["a"]["value"]), _orders(seen["b"]["value"])
+    orders, again = _orders(seen["three_epochs"]["value"]), _orders(seen["disturbed"]["value"])
     if orders[0] == list(range(n)):
         return "the batches come in the data's order"
     if again[0] != orders[0]:
@@ -62,14 +62,15 @@ def _order_problem(n: int, seen: dict) -> str | None:
     if len({tuple(order) for order in orders}) < 3:
         return ("an epoch repeated an earlier epoch's order (as a generator seeded again at "
                 "each epoch, or an order drawn once in __init__, does)")
-    if _orders(seen["c"]["value"])[0] == orders[0]:
+    if _orders(seen["other_seed"]["value"])[0] == orders[0]:
         return "two different seeds gave the same order"
     return None
 
 
 def expect_shuffled(runs: list) -> None:
     for where, n, _, seen in runs:
-        expect_no_error(seen["b"]["error"] or seen["c"]["error"], "DeviceBatches", where=where)
+        expect_no_error(seen["disturbed"]["error"] or seen["other_seed"]["error"],
+                        "DeviceBatches", where=where)
         problem = _order_problem(n, seen)
         if problem:
             fail(f"{where}, {problem}.", "create a generator of your own once, in "
@@ -92,6 +93,15 @@ def expect_on_the_data_device(runs: list) -> None:
                  "make what you index with on the data's device, or on the CPU and move it: "
                  "torch.randperm(n, generator=self.generator).to(features.device); a "
                  "generator must live where randperm draws.")
+        for mixed in meta["mixed"]:
+            line = mixed["line"]
+            at = f" at line {line['lineno']} of {line['function']} (`{line['text']}`)" \
+                if line else ""
+            fail(f"{stand_in} cut a batch out of the data with positions on the CPU"
+                 f"{at}: on a GPU {mixed['operation']} first copies those positions to the "
+                 "device, one host-to-device copy per batch.",
+                 "move the epoch's order to the data's device once, when you draw it: "
+                 "torch.randperm(n, generator=self.generator).to(self.features.device).")
         if meta["devices"] != ["meta"]:
             fail(f"{stand_in} yielded batches on {meta['devices']}.",
                  "leave the data where they are: index them with a tensor of positions.")

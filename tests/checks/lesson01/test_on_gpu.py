@@ -14,6 +14,12 @@ def test_on_gpu_correct(capsys):
     assert "✔ Your predictions" in capsys.readouterr().out
 
 
+def test_on_gpu_any_mapping_answers_as_a_dict():
+    from collections import OrderedDict
+
+    passes(checks.check_on_gpu, OrderedDict(ON_GPU))
+
+
 @pytest.mark.parametrize("answer, expected", [
     (list(ON_GPU.values()), "on_gpu is a list, not a dict"),
     ({key: value for key, value in ON_GPU.items() if key != "h"}, "missing ['h']"),

@@ -104,3 +104,14 @@ def test_predict_visible_values_are_revealed_hidden_ones_are_not():
     for seed in HIDDEN_SEEDS:
         message = failure(checks.check_predict, predict_softmax, hidden=True, seed=seed)
         assert "expected about" not in message
+
+
+def predict_copied_back_without_waiting(model, inputs):
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        return model(inputs.to(device)).to("cpu", non_blocking=True)
+
+
+def test_predict_copy_back_that_nothing_waits_for_is_named():
+    message = failure(checks.check_predict, predict_copied_back_without_waiting)
+    assert "copied the outputs to the CPU with non_blocking=True and returned them" in message

@@ -138,7 +138,9 @@ def test_train_and_log_right_answers(answer, capsys):
     (train_and_log_keeps_graphs, "graphs of earlier steps were still alive"),
     (train_and_log_sums, "Block 0's logged value is the sum of its losses"),
     (train_and_log_last, "Block 0's logged value is the loss of its last step only"),
-    (train_and_log_never_resets, "Block 1's logged mean loss is"),
+    (train_and_log_never_resets, ("Block 1's logged value, 3.307, is the sum of the losses of "
+                                  "steps 1 to 8 divided by 4, not the mean of steps 5 to 8: the "
+                                  "running total was not reset after the previous block.")),
     (train_and_log_tensors, "returned tensors, not Python floats"),
     (train_and_log_every_step_logged, "logged 12 value(s) (one per step) for 12 steps"),
     (train_and_log_one_step_short, "called step() 11 time(s)"),
@@ -155,13 +157,24 @@ def test_train_and_log_the_sync_message_names_the_cost_and_the_fix():
     assert "`running = running + loss.detach()`" in message
 
 
+def train_and_log_off_scale(step, n_steps, log_every):
+    """Wrong in a way no run of steps explains: the message falls back to the expected mean."""
+    logged, running = [], 0.0
+    for i in range(n_steps):
+        running = running + step().detach()
+        if (i + 1) % log_every == 0:
+            logged.append(running.item() / (log_every + 0.5))
+            running = 0.0
+    return logged
+
+
 def test_train_and_log_hidden_cases_never_reveal_the_expected_means():
-    assert "expected about" in failure(checks.check_train_and_log, train_and_log_never_resets)
+    assert "expected about" in failure(checks.check_train_and_log, train_and_log_off_scale)
     for seed in HIDDEN_SEEDS:
         inputs = checks.check_train_and_log.make_inputs(seed, True)
         assert inputs["n_steps"] % inputs["log_every"] == 0 and inputs["n_steps"] > \
             inputs["log_every"]
-        message = failure(checks.check_train_and_log, train_and_log_never_resets, hidden=True,
+        message = failure(checks.check_train_and_log, train_and_log_off_scale, hidden=True,
                           seed=seed)
         assert "expected about" not in message
 

@@ -61,3 +61,22 @@ def test_evaluate_hidden_inputs_have_a_short_last_batch():
     for seed in HIDDEN_SEEDS:
         inputs = checks.check_evaluate_accuracy.make_inputs(seed, True)
         assert len(inputs["X"]) % inputs["batch_size"] != 0
+
+
+def evaluate_labels_left_on_cpu(model, loader, device):
+    model.eval()
+    correct = 0
+    with torch.inference_mode():
+        for features, labels in loader:
+            predictions = model(features.to(device)).argmax(dim=1)
+            correct += (predictions == labels).sum().item()
+    return correct / len(loader.dataset)
+
+
+def test_evaluate_names_the_line_where_the_labels_met_the_predictions_on_another_device():
+    """The stand-in run goes on past the forward pass (it stopped there once, and labels left on
+    the CPU passed): the message names the operation and the learner's line."""
+    message = failure(checks.check_evaluate_accuracy, evaluate_labels_left_on_cpu)
+    first = message.splitlines()[0]
+    assert "(`correct += (predictions == labels).sum().item()`)" in first
+    assert "left on 'cpu'" in first

@@ -217,7 +217,8 @@ def test_a_timer_that_skips_the_warm_up():
 
 def test_a_timer_that_does_not_wait_for_the_warm_up():
     message = failure(checks.check_time_fn, timer(sync_after_warmup=False))
-    assert "started the clock while the warm-up was still running" in message
+    assert ("started the clock with no synchronisation after the warm-up, while the warm-up "
+            "was still running") in message
     assert "synchronise once after the warm-up loop" in message
 
 

@@ -124,8 +124,9 @@ def starts(self):
 
 
 def two_orders(self):
-    features_order = torch.randperm(len(self.labels), generator=self.generator)
-    labels_order = torch.randperm(len(self.labels), generator=self.generator)
+    device, n = self.features.device, len(self.labels)
+    features_order = torch.randperm(n, generator=self.generator).to(device)
+    labels_order = torch.randperm(n, generator=self.generator).to(device)
     for start in starts(self):
         yield (self.features[features_order[start:start + self.batch_size]],
                self.labels[labels_order[start:start + self.batch_size]])
@@ -138,14 +139,14 @@ def with_replacement(self):
 
 
 def always_drops_the_last(self):
-    order = torch.randperm(len(self.labels), generator=self.generator)
+    order = torch.randperm(len(self.labels), generator=self.generator).to(self.features.device)
     for start in range(0, len(self.labels) - self.batch_size + 1, self.batch_size):
         index = order[start:start + self.batch_size]
         yield self.features[index], self.labels[index]
 
 
 def ignores_drop_last(self):
-    order = torch.randperm(len(self.labels), generator=self.generator)
+    order = torch.randperm(len(self.labels), generator=self.generator).to(self.features.device)
     for start in range(0, len(self.labels), self.batch_size):
         index = order[start:start + self.batch_size]
         yield self.features[index], self.labels[index]
@@ -166,7 +167,8 @@ def seeded_again_each_epoch(self):
 def order_drawn_once(self):
     """Wrong, another way to the same symptom: one order, drawn the first time, kept."""
     if not hasattr(self, "order"):
-        self.order = torch.randperm(len(self.labels), generator=self.generator)
+        self.order = torch.randperm(len(self.labels), generator=self.generator).to(
+            self.features.device)
     for start in starts(self):
         index = self.order[start:start + self.batch_size]
         yield self.features[index], self.labels[index]
@@ -213,7 +215,7 @@ def one_item_at_a_time(self):
 
 
 def one_example_at_a_time(self):
-    order = torch.randperm(len(self.labels), generator=self.generator)
+    order = torch.randperm(len(self.labels), generator=self.generator)  # 0-dim host positions
     for start in starts(self):
         index = order[start:start + self.batch_size]
         yield (torch.stack([self.features[i] for i in index]),
@@ -325,7 +327,7 @@ def test_device_batches_wrong_length(length, says):
     def batches_without_len(self):
         end = len(self.labels) // self.batch_size * self.batch_size if self.drop_last \
             else len(self.labels)
-        order = torch.randperm(len(self.labels), generator=self.generator)
+        order = torch.randperm(len(self.labels), generator=self.generator).to(self.features.device)
         for start in range(0, end, self.batch_size):
             index = order[start:start + self.batch_size]
             yield self.features[index], self.labels[index]
@@ -389,10 +391,12 @@ def test_device_batches_partial_credit(body, share):
     assert verdict.fraction == pytest.approx(share)
 
 
-def test_device_batches_hidden_inputs_cover_both_kinds_of_last_batch():
+def test_device_batches_hidden_inputs_cover_every_kind_of_last_batch():
+    """A last batch of one example, a longer remainder, none: on every seed."""
     for seed in HIDDEN_SEEDS:
         configs = checks.check_device_batches.make_inputs(seed, True)["configs"]
-        assert sorted(bool(c["n"] % c["batch_size"]) for c in configs) == [False, True]
+        remainders = [c["n"] % c["batch_size"] for c in configs]
+        assert remainders[0] == 1 and remainders[1] > 1 and remainders[2] == 0
         assert all(c["seeds"][0] != c["seeds"][1] for c in configs)
 
 
@@ -421,3 +425,20 @@ def test_meta_generators_stand_in_for_a_gpus_and_are_removed():
         with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator"):
             torch.randperm(4, generator=torch.Generator(), device="meta")
     assert (torch.Generator, torch.randperm) == real
+
+
+def order_left_on_the_host(self):
+    order = torch.randperm(len(self.labels), generator=self.generator)
+    for start in starts(self):
+        index = order[start:start + self.batch_size]
+        yield self.features[index], self.labels[index]
+
+
+def test_device_batches_names_the_line_that_cuts_with_positions_on_the_host():
+    """Indexing device data with host positions works on a GPU too, but copies the positions
+    to the device for every batch: the meta run sees the two devices meet and names the line."""
+    message = failure(checks.check_device_batches, with_iter(order_left_on_the_host))
+    assert "cut a batch out of the data with positions on the CPU at line " in message
+    assert "of order_left_on_the_host (`yield self.features[index], self.labels[index]`)" \
+        in message
+

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ...probe_roundtrip import failure, graded, passes
+from ...probe_roundtrip import HIDDEN_SEEDS, failure, graded, passes
 from ...solutions import solution
 from .shared import LESSON, SEEDS, check_compile
 
@@ -72,8 +72,33 @@ def test_each_graph_break_is_named_with_dynamos_reason():
 
 def test_values_that_differ_are_told_the_rule():
     message = failure(check_compile, score_always_scaled, compile_for_batches)
-    assert "score() on a batch of 4 differs from the original's values" in message
+    assert ("score() on a batch of 4 whose largest |score| is 9.50 scaled the scores by "
+            "10 / 9.5: the original scales by 10 / the largest |score| only when it exceeds "
+            "10.") in message
     assert "only when largest > 10" in message
+
+
+def test_values_name_the_dimension_their_softmax_ran_over():
+    def score_over_the_batch(x, weight):
+        scores = x @ weight
+        largest = scores.abs().amax()
+        return torch.where(largest > 10, scores * (10 / largest), scores).softmax(dim=0)
+
+    message = failure(check_compile, score_over_the_batch, compile_for_batches)
+    assert "returned columns that each sum to 1: its softmax ran over dim 0" in message
+
+
+def test_every_draw_probes_the_threshold_from_both_sides():
+    """A threshold of 9 or 11 instead of 10 fails on every seed: each draw has a batch whose
+    largest |score| lies just under 10 and one just over it."""
+
+    for hidden, seed in ((False, 0), *((True, seed) for seed in HIDDEN_SEEDS)):
+        inputs = check_compile.make_inputs(seed, hidden)
+        weight = torch.tensor(inputs["weight"], dtype=torch.float64)
+        largest = [(torch.tensor(x, dtype=torch.float64) @ weight).abs().max().item()
+                   for x in inputs["batches"]]
+        assert any(9 < value < 10 for value in largest) and any(
+            10 < value < 11 for value in largest), largest
 
 
 def test_hidden_batch_sizes_never_equal_the_weights_sizes():
