@@ -15,8 +15,9 @@ LAB_FLAGS ?=
 # Three workers on this course's 2-core CI machine: many tests wait on servers, browsers and
 # subprocesses, so two workers left the cores idle about half the time. One test file per
 # worker at a time, so that a file's module-scoped fixtures (a graded class, a started
-# server) are built once.
-PYTEST_FLAGS ?= -n 3 --dist loadfile
+# server) are built once. Files go out longest first (tests/durations.json, tests/conftest.py),
+# not by xdist's count of tests per file.
+PYTEST_FLAGS ?= -n 3 --dist loadfile --no-loadscope-reorder
 KERNEL_NAME := gpu-course
 # Another PyTorch build, e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu (CPU only, no
 # CUDA libraries) or .../whl/cu126 (older NVIDIA drivers): installed first, at the locked version.
@@ -71,6 +72,13 @@ instructor: $(TEST_STAMP)
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(PYTEST_FLAGS)
+
+# Each test file's seconds in one whole run, into tests/durations.json: the order in which
+# `make test` hands files to its workers (longest first). Re-run when files are added.
+.PHONY: test-durations
+test-durations: $(TEST_STAMP)
+	-$(PY) -m pytest $(PYTEST_FLAGS) -o junit_family=xunit1 --junitxml=.test-durations.xml
+	$(PY) scripts/test_durations.py .test-durations.xml
 
 # Benchmarks print measured figures (README quotes them); not part of the test suite.
 bench: $(STAMP)

@@ -1,6 +1,7 @@
 """Shared fixtures and the rule that GPU tests skip, with a reason, where no CUDA device exists."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+DURATIONS = ROOT / "tests" / "durations.json"  # seconds per file, written by `make test-durations`
+DEFAULT_S = 10.0  # a file not measured yet
+
+
+def longest_first(items: list) -> None:
+    """Files in the order of their measured seconds, longest first, tests within a file as
+    collected: `--dist loadfile` (with --no-loadscope-reorder, Makefile) hands files to the
+    workers in this order, so a long file never starts last while the others sit idle."""
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    rank = {}
+    for item in items:
+        name = item.nodeid.split("::")[0]
+        rank.setdefault(name, -seconds.get(name, DEFAULT_S))
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: order within a file
+
+
 def pytest_collection_modifyitems(config, items):
+    longest_first(items)
     import torch
 
     if torch.cuda.is_available():
