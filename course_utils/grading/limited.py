@@ -51,6 +51,9 @@ def apply(options: argparse.Namespace) -> None:
     """
     if options.memory_mb > 0:
         _cap(resource.RLIMIT_DATA, options.memory_mb * 2**20)
+    else:  # no cap: not even the grading worker's own, which its children inherit
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
     _cap(resource.RLIMIT_FSIZE, options.max_file_mb * 2**20)
     _cap(resource.RLIMIT_NOFILE, options.max_open_files)
     _cap(resource.RLIMIT_CORE, 0)  # FIXED_CAPS
@@ -58,6 +61,18 @@ def apply(options: argparse.Namespace) -> None:
 
 def _cap(kind: int, limit: int) -> None:
     resource.setrlimit(kind, (limit, limit))
+
+
+def cap_own_memory(megabytes: int) -> None:
+    """Cap the grading worker's data memory (RLIMIT_DATA, soft: the kernels it starts set their
+    own, :func:`apply`), so that what a kernel makes it hold (ZeroMQ reads a message's frames ahead
+    of the receiver's count) or a bug of its own costs one submission, never the machine.
+    An allocation past it raises MemoryError (the notebook is `error`, its credit kept) or,
+    in C, ends the worker (pool.py: its submission is `error`, the run goes on)."""
+    if megabytes > 0:
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        cap = megabytes * 2**20 if hard == resource.RLIM_INFINITY else min(hard, megabytes * 2**20)
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
 
 
 def drop_root(uid: int) -> None:

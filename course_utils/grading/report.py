@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .records import Status, SubmissionResult
 
-FIXED_COLUMNS = ("student", "name", "lesson", "score", "max_score", "status", "reason", "seed")
+FIXED_COLUMNS = ("student", "name", "lesson", "score", "max_score", "status", "reason", "seed",
+                 "review")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Row:
     # (grade_id, score that counts) for each exercise that has a score, in the lesson's order
     exercises: tuple[tuple[str, float], ...] = ()
     name: str = ""  # "Last, First" from the roster, where the student is on it
+    review: str = ""  # graded, but its code reaches into the probe's reach: a person judges
 
     @classmethod
     def from_result(cls, result: SubmissionResult, seed: int | None = None,
@@ -40,13 +42,14 @@ class Row:
         scored = tuple((item.grade_id, item.awarded) for item in result.items
                        if item.awarded is not None)
         return cls(result.student, result.lesson, result.score, result.max_score, result.status,
-                   result.reason, seed, scored, name)
+                   result.reason, seed, scored, name, result.review)
 
     def as_dict(self) -> dict:
         """The row as JSON-ready data (exercise scores keyed by grade_id)."""
         return {"student": self.student, "name": self.name, "lesson": self.lesson,
                 "score": self.score, "max_score": self.max_score, "status": self.status.value,
-                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises)}
+                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises),
+                "review": self.review}
 
 
 def exercise_columns(lesson_exercises: dict[str, list[str]]) -> list[str]:
@@ -65,7 +68,7 @@ def write_csv(path: Path, rows: list[Row], columns: list[str] | None = None) -> 
             line = {"student": row.student, "name": row.name, "lesson": row.lesson,
                     "score": f"{row.score:g}", "max_score": f"{row.max_score:g}",
                     "status": row.status.value, "reason": row.reason,
-                    "seed": "" if row.seed is None else str(row.seed)}
+                    "seed": "" if row.seed is None else str(row.seed), "review": row.review}
             line.update({grade_id: f"{score:g}" for grade_id, score in row.exercises})
             writer.writerow(line)
 
@@ -79,7 +82,7 @@ def read_csv(path: Path) -> list[Row]:
                     float(line["max_score"]), Status(line["status"]), line["reason"],
                     int(line["seed"]) if line["seed"] else None,
                     tuple((name, float(line[name])) for name in exercise_names if line[name]),
-                    line["name"])
+                    line["name"], line.get("review") or "")
                 for line in reader]
 
 

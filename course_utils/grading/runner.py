@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-import shutil
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +33,7 @@ from .request import (
 )
 from .roster import RosterStudent
 from .sandbox import Isolation
+from .scratch import remove_tree
 from .session import KernelRecipe
 from .shard import Shard
 from .structure import Lesson, load_lesson
@@ -160,8 +160,9 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
             finally:
                 if resources.enforced:  # no survivor: whatever a submission left is killed here
                     groups_left = [str(folder) for folder in run_group.remove()]
-            shutil.rmtree(scratch_root, ignore_errors=True)
+            # The tables first: nothing a submission left behind can cost the class them.
             rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
+            remove_tree(scratch_root)
     return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,
                           listed_absent, resources, run_group.name, groups_left)
 
