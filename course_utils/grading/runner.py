@@ -291,4 +291,5 @@ def _kernel_recipe(root: Path, out: Path, submissions: Path, scratch_root: Path,
         hidden.append(database)
     preload = {lesson.name: lesson.imports for lesson in lessons}
     return KernelRecipe(limits, env, preload, bwrap=in_force.bwrap if in_force.sandboxed else None,
-                        hidden=tuple(path.resolve() for path in hidden))
+                        hidden=tuple(path.resolve() for path in hidden),
+                        syscall_filter=in_force.sandboxed and in_force.syscall_filter)

@@ -66,6 +66,7 @@ class KernelRecipe:
     env: dict[str, str]
     preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
     bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
+    syscall_filter: bool = False    # kernel.py installs limited.py's (sandbox.Isolation says)
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
     control: cgroups.ResourceControl = cgroups.UNSAFE  # whole-sandbox limits (cgroups.py)
     group: str = ""                 # the run's cgroup, relative to control's roots
@@ -86,13 +87,12 @@ class KernelRecipe:
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     # kernel.py parses the launcher's options (limited.py) and applies them itself.
-    argv = [sys.executable, "-m", "course_utils.grading.kernel",
-            *recipe.limits.launcher_options(), "--user", str(recipe.user)]
+    argv = [sys.executable, "-m", "course_utils.grading.kernel", *recipe.limits.launcher_options(),
+            "--user", str(recipe.user), *["--syscall-filter"] * recipe.syscall_filter]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
-    # No history database: the grader's cells are not history, and it would be a file per
-    # kernel. Plain tracebacks (file, line, function; no surrounding source): IPython's default
-    # spends seconds formatting a deep torch traceback, and error outputs are not graded.
+    # No history database (a file per kernel, of no use). Plain tracebacks (file, line,
+    # function): IPython's default spends seconds formatting a deep torch traceback.
     return [*argv, "--HistoryManager.enabled=False", "--InteractiveShell.xmode=Plain",
             "-f", "{connection_file}"]
 
