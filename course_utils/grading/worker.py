@@ -248,11 +248,9 @@ ENDINGS = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
 def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
                    notebook: SubmittedNotebook, deadline: float, report: Report,
                    job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
-    """Grade one submitted notebook; never raises for the student's faults.
-
-    The stages: read the file; find graded cells that were changed; run the cells, checking
-    each autograded item in the kernel; decide every item's verdict; write the autograded copy.
-    """
+    """Grade one submitted notebook; never raises for the student's faults. The stages: read
+    the file; find graded cells that were changed; run the cells, checking each autograded
+    item in the kernel; decide every item's verdict; write the autograded copy."""
     spec = notebook.spec
     if notebook.path is None:
         return unread(notebook)
@@ -269,7 +267,8 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
     except (CellTimeout, OutputLimit, KernelDied) as error:
         run.end(ENDINGS[type(error)], str(error))  # what was decided before is kept
     except Exception as error:  # noqa: BLE001 - a grader bug costs this notebook only
-        run.end(Status.ERROR, f"the grader failed: {error!r}")
+        cap = f" (its data memory is capped at {config.limits.worker_memory_mb} MiB)"
+        run.end(Status.ERROR, f"the grader failed: {error!r}{cap * (type(error) is MemoryError)}")
     finally:
         run.scratch_full = filled(session.pid, session.home, config.limits.scratch_mb)
         run.refused = session.refusals()
