@@ -123,6 +123,12 @@ test-cluster: $(TEST_STAMP)
 test-colab: $(TEST_STAMP)
 	COURSE_COLAB_SIMULATION=1 $(PY) -m pytest -n 0 tests/test_colab_lesson.py
 
+# ---- Hostile submissions aimed at the grading worker (tests/test_grading_hostile.py): two
+# classes of real kernels, about a minute of CPU, so not part of `make test`.
+.PHONY: test-hostile
+test-hostile: $(TEST_STAMP)
+	COURSE_HOSTILE=1 $(PY) -m pytest -n 0 -s tests/test_grading_hostile.py
+
 # ---- The build every Linux learner without a GPU installs (docs/pytorch-versions.md) ----
 # PyPI's torch wheel for Linux is the CUDA build; on a machine with no NVIDIA driver it must work
 # as well as the CPU-only build. A pip configuration may prefer a CPU-only wheel of the same

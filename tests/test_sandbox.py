@@ -240,3 +240,22 @@ def test_a_folder_under_tmp_stays_readable_and_tmp_private(grading_sandbox, scra
                        readable=[course])
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["seen", "False", "OSError:30", "OSError:30", "ok"]
+
+
+def test_no_user_namespace_can_be_made_inside(grading_sandbox, scratch):
+    """Checks the syscall filter (where libseccomp is installed) refuses a new user namespace
+    (unshare and clone with CLONE_NEWUSER), while threads and forked children still work."""
+    if not grading_sandbox.syscall_filter:
+        pytest.skip(f"no syscall filter here: {grading_sandbox.description}")
+    assert "syscall filter: no user namespaces" in grading_sandbox.description
+    code = ("import ctypes, os, threading\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "print(libc.unshare(0x10000000), ctypes.get_errno())\n"
+            "thread = threading.Thread(target=print, args=('thread',))\n"
+            "thread.start(); thread.join()\n"
+            "pid = os.fork()\n"
+            "os._exit(0) if pid == 0 else print('fork', os.waitpid(pid, 0)[1])\n")
+    done = sandbox.run([sys.executable, "-c", code], scratch=scratch, timeout=30)
+    assert done.stdout.split("\n")[:3] == ["-1 1", "thread", "fork 0"], done
+    refused = sandbox.run(["unshare", "--user", "true"], scratch=scratch, timeout=30)
+    assert refused.returncode != 0 and "Operation not permitted" in refused.stderr, refused

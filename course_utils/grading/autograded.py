@@ -42,6 +42,9 @@ def build(nb: NotebookNode, spec: LessonNotebook, result: NotebookResult,
             verdict = verdicts[grade_id]
             text = f"{verdict.score:g} / {verdict.points:g}: {verdict.message}\n"
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    if result.review:  # formgrader shows this copy: the flag is the first thing seen
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+            f"**Flagged for review** (graded as usual): {result.review}"))
     return nb
 
 

@@ -58,6 +58,7 @@ class Confinement:
     readable: tuple[Path, ...] = ()     # more read-only folders
     hidden: tuple[Path, ...] = ()       # shown empty, even inside a readable folder
     writable: tuple[Path, ...] = ()     # more read-write folders (a kernel's socket folder)
+    scratch_mb: int = 0                 # > 0: scratch is a tmpfs of this size, not the folder
 
 
 def python_folders() -> tuple[Path, ...]:
@@ -124,7 +125,12 @@ def bwrap_argv(command: Sequence[str], confinement: Confinement, *, bwrap: str =
         if _inside(Path(path), roots):
             argv += _cover(Path(path))
     argv += _open_parents([confinement.scratch, *confinement.writable], made)
-    for folder in [confinement.scratch, *confinement.writable]:
+    if confinement.scratch_mb:  # in memory, all files together capped (scratch.filled)
+        argv += ["--perms", "1777", "--size", str(confinement.scratch_mb * 2**20),
+                 "--tmpfs", str(confinement.scratch)]
+    else:
+        argv += ["--bind", str(confinement.scratch), str(confinement.scratch)]
+    for folder in confinement.writable:
         argv += ["--bind", str(folder), str(folder)]
     # The sandbox's root is a tmpfs bwrap made to hold the mount points: freeze it last, or
     # a write to, say, <course>/Makefile would seem to succeed (in memory, but still).

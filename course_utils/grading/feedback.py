@@ -23,6 +23,9 @@ def render(result: SubmissionResult) -> str:
         if notebook.status is not Status.GRADED or notebook.reason:
             parts.append(f"<p class='bad'>Status: {html.escape(notebook.status.value)} — "
                          f"{html.escape(notebook.reason)}</p>")
+        if notebook.review:
+            parts.append("<p class='bad'>Flagged for the instructor's review (graded as usual): "
+                         f"{html.escape(notebook.review)}</p>")
         parts.append("<table><tr><th>exercise</th><th>what is checked</th><th>score</th>"
                      "<th>feedback</th></tr>")
         for item in notebook.items:

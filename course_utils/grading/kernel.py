@@ -30,6 +30,8 @@ def main() -> None:
     args, kernel_args = parser.parse_known_args()
     limited.apply(args)
     limited.drop_root(args.user)
+    if args.syscall_filter:
+        limited.install_syscall_filter()
     preload(args.preload)
     sys.argv = [sys.argv[0], *kernel_args]
     from ipykernel import kernelapp

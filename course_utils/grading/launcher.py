@@ -18,7 +18,7 @@ LAUNCHER = Path(limited.__file__)
 
 
 def limited_argv(command: Sequence[str], limits: Limits, *, user: int = -1,
-                 join: Sequence[str] = ()) -> list[str]:
+                 join: Sequence[str] = (), syscall_filter: bool = False) -> list[str]:
     """``command`` run under ``limits``' rlimits (and no core dumps), after joining the
     control groups whose ``cgroup.procs`` files ``join`` names, as ``user`` when started as
     root (-1: as it is)."""
@@ -26,4 +26,6 @@ def limited_argv(command: Sequence[str], limits: Limits, *, user: int = -1,
             "--user", str(user)]
     for procs in join:
         argv += ["--join", procs]
+    if syscall_filter:
+        argv.append("--syscall-filter")
     return [*argv, "--", *command]

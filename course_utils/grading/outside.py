@@ -12,7 +12,6 @@ folder, which is deleted after.
 from __future__ import annotations
 
 import itertools
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import sandbox
+from .scratch import remove_tree
 from .session import CellTimeout, KernelRecipe
 
 # What a trial keeps of the kernel's environment (threads per kernel, no GPU chatter).
@@ -41,7 +41,7 @@ class OutsideSandbox:
         try:
             yield path
         finally:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
 
     def run(self, command: list[str], *, scratch: Path, timeout: float) -> sandbox.SandboxedRun:
         left = self.deadline - time.monotonic()

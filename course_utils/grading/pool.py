@@ -230,13 +230,28 @@ def _check(worker: _Worker, ready: set, config: WorkerConfig) -> tuple[
     finished, failure = None, None
     if worker.connection in ready:
         finished, failure = _drain(worker)
+        if failure is not None:  # its pipe closed: say how it ended, once it has
+            worker.process.join(timeout=5)
+            if not worker.process.is_alive():
+                failure = _death(worker.process.exitcode, config)
     if failure is None and worker.process.sentinel in ready and not worker.process.is_alive():
-        failure = (Status.KERNEL_DIED, "the grading worker died")
+        failure = _death(worker.process.exitcode, config)
     if failure is None and worker.progress is not None \
             and time.monotonic() - worker.progress.started > _hang_limit(worker.progress, config):
         failure = (Status.TIMEOUT, ("grading did not finish within the time limit "
                                     "(the grading worker hung and was killed)"))
     return finished, failure
+
+
+def _death(exitcode: int | None, config: WorkerConfig) -> tuple[Status, str]:
+    """A dead worker's submission status: killed (SIGKILL: by the OOM killer or, unsandboxed,
+    by student code) is `kernel-died`; any other end (an abort or exception, at its own
+    memory cap say) is the grader's failure, `error`. Credit so far is kept either way."""
+    if exitcode == -signal.SIGKILL:
+        return Status.KERNEL_DIED, "the grading worker died"
+    cap = config.limits.worker_memory_mb
+    return Status.ERROR, (f"the grading worker failed (exit code {exitcode}"
+                          + (f"; its data memory is capped at {cap} MiB" if cap else "") + ")")
 
 
 def _hang_limit(progress: Progress, config: WorkerConfig) -> float:

@@ -21,6 +21,7 @@ class Status(str, Enum):
     KERNEL_DIED = "kernel-died"    # the kernel or the grading worker died: credit so far kept
     TIMEOUT = "timeout"            # a cell or the whole submission ran out of time
     OUTPUT_LIMIT = "output-limit"  # a cell printed more than the cap
+    SCRATCH_FULL = "scratch-full"  # the kernel filled its folder (Limits.scratch_mb)
     INVALID = "invalid"            # not a readable notebook (or a symbolic link)
     MISSING = "missing"            # no such file was submitted
     TAMPERED = "tampered"          # graded cells changed: those score 0, the rest is graded
@@ -128,6 +129,23 @@ class Limits:
                                      help="output of a whole notebook (its autograded copy)")
     max_notebook_mb: float = _limit(50.0, flag="--max-notebook-mb", unit="MiB",
                                     help="larger submitted files are not read (status invalid)")
+    # Everything a kernel sends, counted frame by frame before it is held (received.py).
+    max_message_mb: float = _limit(8.0, flag="--max-message-mb", unit="MiB",
+                                   help="one message from a kernel, content and buffers")
+    max_cell_received_mb: float = _limit(
+        64.0, flag="--max-cell-received-mb", unit="MiB",
+        help="all messages from a kernel during one cell, those discarded included")
+    max_notebook_received_mb: float = _limit(
+        256.0, flag="--max-notebook-received-mb", unit="MiB",
+        help="all messages from a kernel during one notebook")
+    worker_memory_mb: int = _limit(
+        4096, flag="--worker-memory-mb", unit="MiB", zero_ok=True,
+        help="data memory of each grading worker (RLIMIT_DATA): past it, its submission is "
+             "`error` with the credit so far")
+    scratch_mb: int = _limit(
+        1024, flag="--max-scratch-mb", unit="MiB",
+        help="files a submission's kernel may keep in its folder, all together (a tmpfs, "
+             "counted in its memory): past it, status scratch-full")
     # Internal: no option on the command line.
     startup_timeout: float = _limit(60.0, unit="s", help="time a kernel has to start")
     max_file_mb: int = _limit(64, unit="MiB", help="largest file a sandboxed process may write",
@@ -209,6 +227,7 @@ class NotebookResult:
     status: Status
     reason: str
     items: tuple[ItemResult, ...]
+    review: str = ""  # what its code reaches or patches (review.py): graded, for a person to judge
 
 
 @dataclass(frozen=True)
@@ -260,6 +279,10 @@ class SubmissionResult:
     @property
     def status(self) -> Status:
         return worst([notebook.status for notebook in self.notebooks])
+
+    @property
+    def review(self) -> str:
+        return "; ".join(notebook.review for notebook in self.notebooks if notebook.review)
 
     @property
     def reason(self) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from .records import Status, SubmissionResult
 
 FIXED_COLUMNS = ("student", "name", "lesson", "score", "max_score", "penalty", "status", "reason",
-                 "seed")
+                 "seed", "review")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Row:
     exercises: tuple[tuple[str, float], ...] = ()
     name: str = ""  # "Last, First" from the roster, where the student is on it
     penalty: float = 0.0  # points the late policy took off (late.py); score is after it
+    review: str = ""  # graded, but its code reaches into the probe's reach: a person judges
 
     @classmethod
     def from_result(cls, result: SubmissionResult, seed: int | None = None,
@@ -42,14 +43,15 @@ class Row:
         scored = tuple((item.grade_id, item.awarded) for item in result.items
                        if item.awarded is not None)
         return cls(result.student, result.lesson, result.score, result.max_score, result.status,
-                   result.reason, seed, scored, name, result.penalty)
+                   result.reason, seed, scored, name, result.penalty, result.review)
 
     def as_dict(self) -> dict:
         """The row as JSON-ready data (exercise scores keyed by grade_id)."""
         return {"student": self.student, "name": self.name, "lesson": self.lesson,
                 "score": self.score, "max_score": self.max_score, "penalty": self.penalty,
                 "status": self.status.value,
-                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises)}
+                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises),
+                "review": self.review}
 
 
 def exercise_columns(lesson_exercises: dict[str, list[str]]) -> list[str]:
@@ -69,7 +71,7 @@ def write_csv(path: Path, rows: list[Row], columns: list[str] | None = None) -> 
                     "score": f"{row.score:g}", "max_score": f"{row.max_score:g}",
                     "penalty": f"{row.penalty:g}",
                     "status": row.status.value, "reason": row.reason,
-                    "seed": "" if row.seed is None else str(row.seed)}
+                    "seed": "" if row.seed is None else str(row.seed), "review": row.review}
             line.update({grade_id: f"{score:g}" for grade_id, score in row.exercises})
             writer.writerow(line)
 
@@ -83,7 +85,7 @@ def read_csv(path: Path) -> list[Row]:
                     float(line["max_score"]), Status(line["status"]), line["reason"],
                     int(line["seed"]) if line["seed"] else None,
                     tuple((name, float(line[name])) for name in exercise_names if line[name]),
-                    line["name"], float(line.get("penalty") or 0))
+                    line["name"], float(line.get("penalty") or 0), line.get("review") or "")
                 for line in reader]
 
 

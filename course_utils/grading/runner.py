@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +34,7 @@ from .request import (
 )
 from .roster import RosterStudent
 from .sandbox import Isolation
+from .scratch import remove_tree
 from .session import KernelRecipe
 from .shard import Shard
 from .structure import Lesson, load_lesson
@@ -165,9 +165,10 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
             finally:
                 if resources.enforced:  # no survivor: whatever a submission left is killed here
                     groups_left = [str(folder) for folder in run_group.remove()]
-            shutil.rmtree(scratch_root, ignore_errors=True)
+            # The tables first: nothing a submission left behind can cost the class them.
             rows, listed_absent = write_tables(out, klass, recorder.results, run_seed)
             changes = record_changes(out, root, klass.lessons, recorder.results, run_seed)
+            remove_tree(scratch_root)
     return GradingOutcome(rows, in_force, len(klass.found) - len(recorder.results), run_seed,
                           listed_absent, resources, run_group.name, groups_left, changes)
 
@@ -303,4 +304,5 @@ def _kernel_recipe(root: Path, out: Path, submissions: Path, scratch_root: Path,
         hidden.append(database)
     preload = {lesson.name: lesson.imports for lesson in lessons}
     return KernelRecipe(limits, env, preload, bwrap=in_force.bwrap if in_force.sandboxed else None,
-                        hidden=tuple(path.resolve() for path in hidden))
+                        hidden=tuple(path.resolve() for path in hidden),
+                        syscall_filter=in_force.sandboxed and in_force.syscall_filter)

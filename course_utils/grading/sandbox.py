@@ -40,7 +40,7 @@ from . import cgroups
 from .confinement import Confinement, bwrap_argv
 from .groups import Group, launch_argv
 from .launcher import limited_argv
-from .limited import UNPRIVILEGED
+from .limited import SYSCALL_FILTER, UNPRIVILEGED
 from .records import Limits
 
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; "
@@ -67,6 +67,7 @@ class Isolation:
     bwrap: str | None = None  # the executable
     version: str = ""
     problem: str = ""        # why there is no sandbox, and how to get one
+    syscall_filter: bool = False  # limited.SYSCALL_FILTER holds for everything inside
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -102,9 +103,22 @@ def detect() -> Isolation:
         return Isolation(False, f"none: {version or 'bwrap'} cannot create a sandbox here",
                          bwrap=bwrap, version=version,
                          problem=f"bwrap failed ({detail}); {USERNS_HINT}")
+    filtered = _filter_works(bwrap)
     return Isolation(True, f"{version} sandbox: own PID, network and mount namespaces; "
-                     "read-only files except a private scratch folder; no capabilities",
-                     bwrap=bwrap, version=version)
+                     "read-only files except a private scratch folder; no capabilities; "
+                     + (f"syscall filter: {SYSCALL_FILTER}" if filtered else
+                        "no syscall filter (libseccomp.so.2 is missing)"),
+                     bwrap=bwrap, version=version, syscall_filter=filtered)
+
+
+def _filter_works(bwrap: str) -> bool:
+    """Whether the launcher's syscall filter installs inside a sandbox here."""
+    with tempfile.TemporaryDirectory(prefix="course-sandbox-probe-") as scratch:
+        command = limited_argv([sys.executable, "-I", "-S", "-c", "pass"], Limits(),
+                               syscall_filter=True)
+        done = subprocess.run(bwrap_argv(command, Confinement(Path(scratch)), bwrap=bwrap),
+                              check=False, capture_output=True)
+    return done.returncode == 0
 
 
 def require() -> Isolation:
@@ -161,7 +175,8 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
         for path in [scratch, *scratch.rglob("*")]:
             os.chown(path, user, user, follow_symlinks=False)
         scratch.chmod(scratch.stat().st_mode | 0o711)  # bwrap enters it before the switch
-    inner = limited_argv(command, limits, user=user)
+    inner = limited_argv(command, limits, user=user,
+                         syscall_filter=isolation is not None and isolation.syscall_filter)
     argv = inner if isolation is None else bwrap_argv(
         inner, Confinement(scratch, tuple(map(Path, readable)), tuple(map(Path, hidden))),
         bwrap=isolation.bwrap or "bwrap", switch_user=user >= 0)

@@ -27,6 +27,7 @@ from .confinement import Confinement, bwrap_argv
 from .fairtime import cpu_times, starved_seconds
 from .groups import Group, launch_argv
 from .limited import UNPRIVILEGED
+from .received import OutputLimit, Receiver, as_output
 from .records import Limits
 
 KERNEL_NAME = "course-grader"
@@ -42,10 +43,6 @@ class KernelDied(RuntimeError):
 
 class CellTimeout(RuntimeError):
     """A cell ran past its time limit; the kernel has been killed."""
-
-
-class OutputLimit(RuntimeError):
-    """A cell printed more than the output cap; the kernel has been killed."""
 
 
 class ProbeUnavailable(RuntimeError):
@@ -69,6 +66,7 @@ class KernelRecipe:
     env: dict[str, str]
     preload: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lesson -> its imports
     bwrap: str | None = None        # None: no sandbox (--unsafe-no-sandbox)
+    syscall_filter: bool = False    # kernel.py installs limited.py's (sandbox.Isolation says)
     hidden: tuple[Path, ...] = ()   # folders the kernel must see empty
     control: cgroups.ResourceControl = cgroups.UNSAFE  # whole-sandbox limits (cgroups.py)
     group: str = ""                 # the run's cgroup, relative to control's roots
@@ -89,13 +87,12 @@ class KernelRecipe:
 
 def kernel_command(recipe: KernelRecipe, lesson: str | None) -> list[str]:
     # kernel.py parses the launcher's options (limited.py) and applies them itself.
-    argv = [sys.executable, "-m", "course_utils.grading.kernel",
-            *recipe.limits.launcher_options(), "--user", str(recipe.user)]
+    argv = [sys.executable, "-m", "course_utils.grading.kernel", *recipe.limits.launcher_options(),
+            "--user", str(recipe.user), *["--syscall-filter"] * recipe.syscall_filter]
     for module in recipe.preload.get(lesson, ()):
         argv += ["--preload", module]
-    # No history database: the grader's cells are not history, and it would be a file per
-    # kernel. Plain tracebacks (file, line, function; no surrounding source): IPython's default
-    # spends seconds formatting a deep torch traceback, and error outputs are not graded.
+    # No history database (a file per kernel, of no use). Plain tracebacks (file, line,
+    # function): IPython's default spends seconds formatting a deep torch traceback.
     return [*argv, "--HistoryManager.enabled=False", "--InteractiveShell.xmode=Plain",
             "-f", "{connection_file}"]
 
@@ -117,7 +114,8 @@ class KernelSession:
         self.deadline = float("inf")
         command = kernel_command(recipe, lesson)
         if recipe.bwrap:
-            confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,))
+            confinement = Confinement(self.home, hidden=recipe.hidden, writable=(self.ipc,),
+                                      scratch_mb=recipe.limits.scratch_mb)
             command = bwrap_argv(command, confinement, bwrap=recipe.bwrap,
                                  switch_user=recipe.user >= 0)
         # Its own cgroup, inside its worker's (which holds the worker's CPU share), so that
@@ -145,6 +143,7 @@ class KernelSession:
             connection_file=str(self.ipc / "connection.json"))
         self.client = None
         self._monitors: list = []
+        self._receiver: Receiver | None = None
         self.total_output = 0  # bytes of output of every cell so far
         self._refused = ""
         self.pid: int | None = None
@@ -172,12 +171,14 @@ class KernelSession:
     def begin(self, deadline: float) -> None:
         """Wait until the kernel answers; from now on ``deadline`` bounds everything."""
         self.deadline = deadline
-        # A message larger than any output allowed (a 1 GB error message, say) is refused by
-        # ZeroMQ before it is read into this process: the kernel is disconnected, which the
-        # monitors below report, and the cell ends as `output-limit`.
+        # A frame larger than a whole message may be (a 1 GB error message, say) is refused
+        # by ZeroMQ before it is read into this process: the kernel is disconnected, which
+        # the monitors below report, and the cell ends as `output-limit`. Messages of many
+        # frames are counted as they are read (received.py).
         self.manager.context.setsockopt(zmq.MAXMSGSIZE, self._largest_message())
         self.client = self.manager.client()
         self.client.start_channels()
+        self._receiver = Receiver(self.limits, self.client.session)
         self._monitors = [channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
                           for channel in (self.client.iopub_channel, self.client.shell_channel)]
         self._handshake(time.monotonic() + self._budget(self.limits.startup_timeout))
@@ -210,8 +211,8 @@ class KernelSession:
                         # Its busy/idle went out before IOPub connected: ask again.
                         msg_id, asked, replied = self.client.kernel_info(), time.monotonic(), False
 
-    def _largest_message(self) -> int:
-        return 2 * self.limits.output_bytes + 2**20  # JSON escapes, headers, rich outputs
+    def _largest_message(self) -> int:  # bytes: Limits.max_message_mb
+        return int(self.limits.max_message_mb * 2**20)
 
     def _oversized(self) -> bool:
         """Whether ZeroMQ dropped the kernel for a message over the size cap."""
@@ -261,19 +262,30 @@ class KernelSession:
             self._cell_started = time.monotonic()
         outputs: list = []
         size = 0
+        assert self._receiver is not None, "begin() first"
+        self._receiver.new_cell()
         msg_id = self.client.execute(code, store_history=False, allow_stdin=False,
                                      user_expressions=user_expressions or {})
         self._end = time.monotonic() + timeout
-        idle = False
-        while not idle:
-            msg = self._next(self.client.get_iopub_msg)
+        # Until both the reply and the idle status have come, and then while anything is
+        # still queued: a kernel that says it is idle early (or replies early) does not stop
+        # the reading while it floods; every message counts against the caps.
+        idle, reply, draining = False, None, False
+        while True:
+            if idle and reply is not None:
+                draining = True
+            channel, msg = self._next(draining)
+            if msg is None:
+                return reply, outputs
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind = msg["msg_type"]
-            if kind == "status" and msg["content"]["execution_state"] == "idle":
+            if channel == "shell":
+                reply = msg["content"]
+            elif kind == "status" and msg["content"]["execution_state"] == "idle":
                 idle = True
             elif kind in ("stream", "execute_result", "display_data", "error"):
-                length = len(json.dumps(msg["content"]))
+                length = len(json.dumps(msg["content"])) + sum(map(len, msg["buffers"]))
                 size += length
                 self.total_output += length
                 if size > self.limits.output_bytes:
@@ -284,32 +296,44 @@ class KernelSession:
                     self.kill()
                     raise OutputLimit(f"the notebook printed more than "
                                       f"{self.limits.total_output_bytes:,} bytes in all")
-                outputs.append(_as_output(kind, msg["content"]))
-        while True:
-            reply = self._next(self.client.get_shell_msg)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"], outputs
+                outputs.append(as_output(kind, msg["content"]))
 
-    def _next(self, get) -> dict:
-        """The next message from a channel, or a timeout / death verdict."""
+    def _next(self, draining: bool) -> tuple[str, dict | None]:
+        """The next message from IOPub (first) or shell, read whole by the receiver, or a
+        timeout / death verdict; (``""``, None) when ``draining`` and IOPub has nothing."""
+        channels = {"iopub": self.client.iopub_channel.socket,
+                    "shell": self.client.shell_channel.socket}
+        poller = zmq.Poller()
+        for socket in channels.values():
+            poller.register(socket, zmq.POLLIN)
         while True:
+            ready = dict(poller.poll(0 if draining else int(self._wait() * 1000)))
+            for name, socket in channels.items():
+                if socket in ready and not (draining and name == "shell"):
+                    try:
+                        return name, self._receiver.read(socket, self._wait)
+                    except OutputLimit:
+                        self.kill()
+                        raise
+            if draining:
+                return "", None
+
+    def _wait(self) -> float:
+        """How long to wait for the next frame (at most 0.2 s), or a timeout / death verdict."""
+        remaining = self._end - time.monotonic()
+        if remaining <= 0:
+            self._end += self._starvation()
             remaining = self._end - time.monotonic()
-            if remaining <= 0:
-                self._end += self._starvation()
-                remaining = self._end - time.monotonic()
-            if remaining <= 0:
-                self._on_timeout()
-            if not self.alive():
-                raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
-            if self._oversized():
-                self._raise_if_it_exits(within=1.0)  # then it was no refused message
-                self.kill()
-                raise OutputLimit(f"the kernel sent a message larger than "
-                                  f"{self._largest_message():,} bytes")
-            try:
-                return get(timeout=min(remaining, 0.2))
-            except Empty:
-                continue
+        if remaining <= 0:
+            self._on_timeout()
+        if not self.alive():
+            raise KernelDied("the kernel died (it exited or was killed, e.g. out of memory)")
+        if self._oversized():
+            self._raise_if_it_exits(within=1.0)  # then it was no refused message
+            self.kill()
+            raise OutputLimit(f"the kernel sent more than the grader takes (a frame over "
+                              f"{self._largest_message():,} bytes, or its worker's memory cap)")
+        return min(remaining, 0.2)
 
     def _raise_if_it_exits(self, within: float) -> None:
         """KernelDied if the kernel is gone within ``within`` seconds: a kernel that exits closes
@@ -374,15 +398,3 @@ class KernelSession:
             raise ProbeUnavailable(f"{result.get('ename')}: {result.get('evalue')}")
         return result["data"]["text/plain"]
 
-
-def _as_output(kind: str, content: dict) -> dict:
-    if kind == "stream":
-        return {"output_type": "stream", "name": content["name"], "text": content["text"]}
-    if kind == "error":
-        return {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
-                "traceback": content["traceback"]}
-    output = {"output_type": kind, "data": content.get("data", {}),
-              "metadata": content.get("metadata", {})}
-    if kind == "execute_result":
-        output["execution_count"] = content.get("execution_count")
-    return output

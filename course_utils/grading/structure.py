@@ -40,6 +40,7 @@ class LessonNotebook:
     filename: str  # e.g. "setup.ipynb"
     items: tuple[GradeItem, ...]
     solution_cells: tuple[str, ...]  # grade_ids of answer cells (nbgrader registers them too)
+    given: frozenset[str] = frozenset()  # code cells as released (not the learner's: review.py)
 
     @property
     def name(self) -> str:
@@ -68,9 +69,10 @@ def load_lesson(root: Path, lesson: str) -> Lesson:
                                if _nbgrader(cell).get("solution"))
         imports += [name for cell in source.cells if cell.cell_type == "code"
                     for name in imported_modules(cell.source) if name not in imports]
+        given = frozenset(cell.source for cell in release.cells if cell.cell_type == "code")
         notebooks.append(LessonNotebook(lesson, source_path.name,
                                         tuple(grade_items(source, release, release_path)),
-                                        solution_cells))
+                                        solution_cells, given))
     return Lesson(lesson, tuple(notebooks), tuple(dict.fromkeys(imports)))
 
 

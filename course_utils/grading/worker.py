@@ -10,12 +10,10 @@ A worker tells the main process what it has decided as it goes (:class:`ItemDeci
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
 import json
 import os
-import shutil
 import signal
 import sys
 import time
@@ -27,8 +25,12 @@ from pathlib import Path
 
 from .autograded import write_autograded
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
+from .limited import cap_own_memory
 from .outside import OutsideSandbox
+from .received import literal_string
 from .records import ItemResult, Limits, NotebookResult, Status
+from .review import learner_code, review_reasons
+from .scratch import filled, remove_tree
 from .session import (
     CellTimeout,
     KernelDied,
@@ -112,7 +114,7 @@ def run_check(session: KernelSession, call: CheckCall, seed: int,
     try:
         text = session.evaluate(check.probe_expression(call.answer_names, inputs,
                                                        lent.probe if lent else None))
-        observations = json.loads(_literal(text))
+        observations = json.loads(literal_string(text))
     except ProbeUnavailable as error:
         names = ", ".join(call.answer_names)
         return (f"could not check {names}: {error}. Define it in its answer cell and "
@@ -145,14 +147,6 @@ def case_seed(run_seed: int, student: str, lesson: str, grade_id: str, index: in
     """Inputs depend on the run's seed and the case, never on the order of grading."""
     text = f"{run_seed}/{student}/{lesson}/{grade_id}/{index}".encode()
     return int.from_bytes(hashlib.sha256(text).digest()[:4], "big")
-
-
-def _literal(text: str) -> str:
-    """The string whose repr the kernel sent back (never evaluated as code)."""
-    value = ast.literal_eval(text)
-    if not isinstance(value, str):
-        raise TypeError("not a string")
-    return value
 
 
 def verdict(item: GradeItem, score: float | None, message: str) -> ItemResult:
@@ -224,7 +218,7 @@ class KernelSupply:
 
     def discard(self, session: KernelSession) -> None:
         session.kill()
-        shutil.rmtree(session.folder, ignore_errors=True)
+        remove_tree(session.folder)
 
     def close(self) -> None:
         while self._waiting:
@@ -242,6 +236,7 @@ class CellsRun:
     status: Status = Status.GRADED
     stopped: str = ""  # why the run ended early, with the cell
     refused: str = ""  # what the kernel's cgroup refused (memory, processes)
+    scratch_full: bool = False  # its folder's tmpfs was full at the end (Limits.scratch_mb)
 
     def end(self, status: Status, why: str) -> None:
         self.status = status
@@ -255,11 +250,9 @@ ENDINGS = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
 def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
                    notebook: SubmittedNotebook, deadline: float, report: Report,
                    job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
-    """Grade one submitted notebook; never raises for the student's faults.
-
-    The stages: read the file; find graded cells that were changed; run the cells, checking
-    each autograded item in the kernel; decide every item's verdict; write the autograded copy.
-    """
+    """Grade one submitted notebook; never raises for the student's faults. The stages: read
+    the file; find graded cells that were changed; run the cells, checking each autograded
+    item in the kernel; decide every item's verdict; write the autograded copy."""
     spec = notebook.spec
     if notebook.path is None:
         return unread(notebook)
@@ -276,13 +269,20 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
     except (CellTimeout, OutputLimit, KernelDied) as error:
         run.end(ENDINGS[type(error)], str(error))  # what was decided before is kept
     except Exception as error:  # noqa: BLE001 - a grader bug costs this notebook only
-        run.end(Status.ERROR, f"the grader failed: {error!r}")
+        cap = f" (its data memory is capped at {config.limits.worker_memory_mb} MiB)"
+        run.end(Status.ERROR, f"the grader failed: {error!r}{cap * (type(error) is MemoryError)}")
     finally:
+        run.scratch_full = filled(session.pid, session.home, config.limits.scratch_mb)
         run.refused = session.refusals()
         kernels.discard(session)
-    status, reason = _outcome(run.status, [run.stopped, run.refused], problems, notebook.note)
+    full = f"it filled its {config.limits.scratch_mb} MiB of scratch space" * run.scratch_full
+    if full and run.status is Status.GRADED:
+        run.status = Status.SCRATCH_FULL
+    status, reason = _outcome(run.status, [run.stopped, run.refused, full], problems,
+                              notebook.note)
     result = NotebookResult(spec.name, status, reason,
-                            final_verdicts(spec.items, run.decided, problems, run.stopped))
+                            final_verdicts(spec.items, run.decided, problems, run.stopped),
+                            "; ".join(review_reasons(learner_code(nb, spec))))
     if config.autograded_dir is not None:
         target = config.autograded_dir / submission.student / submission.lesson / spec.filename
         write_autograded(target, nb, spec, result, run.outputs)
@@ -387,6 +387,7 @@ def worker_main(connection: Connection) -> None:
         return
     if config is None:
         return  # not needed after all
+    cap_own_memory(config.limits.worker_memory_mb)
     kernels = KernelSupply(config.recipe, config.scratch_root, config.spares)
     try:
         while True:

@@ -12,13 +12,14 @@ import contextlib
 import json
 import os
 import pwd
-import shutil
 import signal
 import socket
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+
+from .scratch import remove_tree
 
 SCRATCH_PREFIX = "course-grade-"
 OWNER_FILE = "owner.json"
@@ -63,7 +64,7 @@ def remove_abandoned(parent: Path) -> list[Path]:
         except (OSError, ValueError):
             continue  # not ours, or made by a run that kept no owner file: left alone
         if isinstance(owner, dict) and not owner_alive(owner):
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)  # a killed submission's tree: any depth, links, modes
             removed.append(folder)
     return removed
 

@@ -76,6 +76,10 @@ def read_checkpoint(path: str | Path) -> CheckpointFacts:
                                                                          strict=True)}
     if not all(isinstance(plain.get(key), torch.Tensor) for key in MODEL_KEYS):
         return CheckpointFacts(kind, keys)
+    # A tensor's size on disk is its storage's: a view with stride 0 of a few bytes can claim
+    # billions of elements, which lists of numbers would then hold. Bound what each expands to.
+    if any(plain[key].numel() * 8 > MAX_CHECKPOINT_BYTES for key in MODEL_KEYS):
+        return CheckpointFacts("unreadable", keys, problem="a tensor expands past 1 MiB")
     return CheckpointFacts(kind, keys, [plain[key].detach().double().tolist()
                                         for key in MODEL_KEYS])
 
