@@ -38,6 +38,17 @@ class Status(str, Enum):
 STATUS_ORDER = list(Status)
 
 
+class Execution(str, Enum):
+    """Which cells of a notebook grading runs (`course grade --execute`), and which run gave
+    a notebook's verdicts."""
+
+    NEEDED = "needed"  # what the graded cells need (dependencies.py); the full run as fallback
+    ALL = "all"        # every cell, as nbgrader does
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def worst(statuses: list[Status]) -> Status:
     """The status that describes a lesson made of notebooks with these statuses."""
     return min(statuses, key=STATUS_ORDER.index, default=Status.GRADED)
@@ -209,6 +220,7 @@ class NotebookResult:
     status: Status
     reason: str
     items: tuple[ItemResult, ...]
+    execution: Execution = Execution.ALL  # the run that gave these verdicts
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,13 @@ class SubmissionResult:
     @property
     def status(self) -> Status:
         return worst([notebook.status for notebook in self.notebooks])
+
+    @property
+    def execution(self) -> Execution:
+        """NEEDED when every notebook's verdicts came from a run that skipped cells."""
+        needed = self.notebooks and all(notebook.execution is Execution.NEEDED
+                                        for notebook in self.notebooks)
+        return Execution.NEEDED if needed else Execution.ALL
 
     @property
     def reason(self) -> str:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import Status, SubmissionResult
+from .records import Execution, Status, SubmissionResult
 
 FIXED_COLUMNS = ("student", "name", "lesson", "score", "max_score", "status", "reason", "seed")
 
@@ -33,6 +33,7 @@ class Row:
     # (grade_id, score that counts) for each exercise that has a score, in the lesson's order
     exercises: tuple[tuple[str, float], ...] = ()
     name: str = ""  # "Last, First" from the roster, where the student is on it
+    execution: Execution = Execution.ALL  # which run gave the scores (grades.json only)
 
     @classmethod
     def from_result(cls, result: SubmissionResult, seed: int | None = None,
@@ -40,13 +41,14 @@ class Row:
         scored = tuple((item.grade_id, item.awarded) for item in result.items
                        if item.awarded is not None)
         return cls(result.student, result.lesson, result.score, result.max_score, result.status,
-                   result.reason, seed, scored, name)
+                   result.reason, seed, scored, name, result.execution)
 
     def as_dict(self) -> dict:
         """The row as JSON-ready data (exercise scores keyed by grade_id)."""
         return {"student": self.student, "name": self.name, "lesson": self.lesson,
                 "score": self.score, "max_score": self.max_score, "status": self.status.value,
-                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises)}
+                "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises),
+                "execution": self.execution.value}
 
 
 def exercise_columns(lesson_exercises: dict[str, list[str]]) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .cgroups import ResourceControl
 from .limited import FIXED_CAPS
-from .records import Limits, SubmissionResult
+from .records import Execution, Limits, SubmissionResult
 from .roster import RosterStudent
 from .sandbox import Isolation
 from .shard import WHOLE, Shard
@@ -37,6 +37,7 @@ class GradeRequest:
     use_limits: bool = True          # False: --unsafe-no-limits (no control groups)
     shard: Shard = WHOLE             # grade only this part of the class (shard.py)
     roster: tuple[RosterStudent, ...] = ()  # names, and a row for who submitted nothing
+    execute: Execution = Execution.NEEDED  # NEEDED: only cells graded ones need (needed.py)
 
 
 @dataclass(frozen=True)

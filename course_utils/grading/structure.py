@@ -40,6 +40,9 @@ class LessonNotebook:
     filename: str  # e.g. "setup.ipynb"
     items: tuple[GradeItem, ...]
     solution_cells: tuple[str, ...]  # grade_ids of answer cells (nbgrader registers them too)
+    # The texts (stripped) of the instructor's own code cells: a submitted cell with one of
+    # them is the lesson's demonstration, unchanged, which grading may skip (needed.py).
+    lesson_cells: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -68,9 +71,12 @@ def load_lesson(root: Path, lesson: str) -> Lesson:
                                if _nbgrader(cell).get("solution"))
         imports += [name for cell in source.cells if cell.cell_type == "code"
                     for name in imported_modules(cell.source) if name not in imports]
+        lesson_cells = frozenset(cell.source.strip() for notebook in (source, release)
+                                 for cell in notebook.cells if cell.cell_type == "code"
+                                 and not _nbgrader(cell).get("solution"))
         notebooks.append(LessonNotebook(lesson, source_path.name,
                                         tuple(grade_items(source, release, release_path)),
-                                        solution_cells))
+                                        solution_cells, lesson_cells))
     return Lesson(lesson, tuple(notebooks), tuple(dict.fromkeys(imports)))
 
 

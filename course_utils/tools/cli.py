@@ -102,6 +102,7 @@ def _grade(args) -> int:
     from ..grading.startup import skip_slow_optional_imports
 
     skip_slow_optional_imports()  # before nbformat is imported: seconds saved
+    from ..grading.records import Execution
     from ..grading.report import as_json, format_table
     from ..grading.request import GradeRequest
     from ..grading.roster import read_roster
@@ -116,7 +117,8 @@ def _grade(args) -> int:
         db_url=args.db, jobs=args.jobs, limits=_limits_from(args), seed=args.seed,
         use_sandbox=not args.unsafe_no_sandbox, use_limits=not args.unsafe_no_limits,
         shard=Shard.parse(args.shard) if args.shard else WHOLE,
-        roster=tuple(read_roster(Path(args.roster))) if args.roster else ())
+        roster=tuple(read_roster(Path(args.roster))) if args.roster else (),
+        execute=Execution(args.execute))
     outcome = grade(request, on_event=lambda event: _hear(event, as_text))
     if not as_text:
         print(as_json(outcome.rows, outcome.seed, isolation=outcome.isolation.description,
@@ -223,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--roster", metavar="STUDENTS_CSV",
                        help="nbgrader's student CSV (id,first_name,last_name[,email]): names in "
                             "the gradebook, and a row for each student who submitted nothing")
+    grade.add_argument("--execute", choices=("needed", "all"), default="needed",
+                       help="needed (default): run only the cells the graded cells need, and "
+                            "every cell where a check fails for want of a skipped one; all: "
+                            "every cell, as nbgrader does (docs/grading.md)")
     grade.add_argument("--format", choices=("table", "json"), default="table",
                        help="what to print: a table (default) or the grades as JSON")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
