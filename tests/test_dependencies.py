@@ -10,7 +10,7 @@ import pytest
 
 from course_utils.grading.dependencies import analyse_cell
 from course_utils.grading.execution import CellsRun, needs_full_run
-from course_utils.grading.needed import plan_cells
+from course_utils.grading.needed import MAX_ANALYSED_CHARS, plan_cells
 from course_utils.grading.records import ItemResult
 from course_utils.grading.structure import GradeItem, LessonNotebook
 from course_utils.grading.testcells import CheckCall
@@ -138,6 +138,14 @@ def test_a_cell_the_student_wrote_or_changed_always_runs():
                         changed=("import os\nos._exit(0)", "print(slow)"))
     assert ran(nb, spec) == [IMPORTS, "factor = 3", "slow = sum(range(10))",
                              "import os\nos._exit(0)", "print(slow)", ANSWER]
+
+
+def test_code_too_large_or_too_deep_to_read_runs():
+    """Checks a cell nested too deeply to parse is opaque, and a notebook with more code than
+    any lesson is not read at all: every cell runs."""
+    assert analyse_cell("x = " + "(" * 5000 + ")" * 5000, {}).opaque
+    nb, spec = notebook("factor = 3", "padding = '" + "x" * MAX_ANALYSED_CHARS + "'")
+    assert not plan_cells(nb, spec).skipped
 
 
 def test_timeit_and_writefile_magics_are_read():

@@ -5,13 +5,17 @@ The run is the command an instructor types, in its own process, sandboxed, with 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 
 import nbformat
 import pytest
 
-from course_utils.grading.records import Limits
+from course_utils.grading.records import Execution, Limits
 from course_utils.grading.report import read_csv
 from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
@@ -19,6 +23,7 @@ from course_utils.grading.session import MAX_WAIT_SHARE
 
 from . import grading_corpus as corpus
 from .conftest import ROOT, course_state, run_course
+from .grading_alternatives import ALTERNATIVES
 from .round_trips import wrong_answers
 
 # The class below is graded once, in the first test's set-up: about 330 s on the 2-core CI
@@ -60,6 +65,12 @@ def build_round_trips(folder):
                     if c.metadata.get("nbgrader", {}).get("grade_id") == answer.grade_id)
         cell.source = answer.source
         write(wrong, folder / f"wrong-{lesson}" / lesson / source.name)
+    for alternative in ALTERNATIVES:
+        source = next(s for name, s, _ in lesson_notebooks() if name == alternative.lesson)
+        right = nbformat.read(source, as_version=4)
+        next(c for c in right.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+             == alternative.grade_id).source = alternative.source
+        write(right, folder / alternative.student / alternative.lesson / source.name)
 
 
 LIMIT_FLAGS = ["--cell-timeout", str(LIMITS["cell_timeout"]),
@@ -81,7 +92,10 @@ def graded(tmp_path_factory, grading_sandbox):
                       "--seed", str(SEED), *LIMIT_FLAGS)
     seconds = time.monotonic() - started
     rows = read_csv(out / "grades.csv")
+    executions = {(row["student"], row["lesson"]): row["execution"]
+                  for row in json.loads((out / "grades.json").read_text())["rows"]}
     return {"rows": {(r.student, r.lesson): r for r in rows}, "out": out, "done": done,
+            "executions": executions,
             "submissions": submissions, "seconds": seconds, "before": before,
             "after": course_state()}
 
@@ -114,6 +128,38 @@ def test_round_trip_scores(graded, lesson):
     assert WRONG_ANSWERS[lesson].hint in feedback.replace("&#x27;", "'").replace("&quot;", '"')
     blank = (graded["out"] / "feedback" / f"blank-{lesson}" / f"{lesson}.html").read_text()
     assert "not implemented yet" in blank
+
+
+@pytest.mark.parametrize("alternative", ALTERNATIVES, ids=lambda a: a.student)
+def test_a_right_answer_reusing_a_demo_cell_gets_full_marks_without_the_fallback(
+        graded, alternative):
+    """Checks the cell a right answer reads was run: full marks, from the run that skipped
+    cells (the fallback's full run would say `all`)."""
+    key = (alternative.student, alternative.lesson)
+    source = next(s for name, s, _ in lesson_notebooks() if name == alternative.lesson)
+    assert graded["rows"][key].score == autograded_max(source)
+    assert graded["executions"][key] == "needed"
+
+
+def test_skipped_cells_are_marked_and_nbgrader_renders_the_feedback(graded, tmp_path):
+    """Checks a skipped cell's output says so in the autograded copy, and that nbgrader's own
+    feedback (generate_feedback, from that copy and the gradebook) renders it."""
+    path = graded["out"] / "autograded" / "honest" / corpus.LESSON / corpus.NOTEBOOK
+    texts = [output.get("text", "") for cell in nbformat.read(path, as_version=4).cells
+             if cell.cell_type == "code" for output in cell.outputs]
+    assert "not executed during grading: no graded cell needs it\n" in texts
+    course = tmp_path / "course"
+    (course / "autograded" / "honest").mkdir(parents=True)
+    (course / "autograded" / "honest" / corpus.LESSON).symlink_to(path.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_feedback", corpus.LESSON,
+         "--student=honest", f"--CourseDirectory.root={course}",
+         f"--CourseDirectory.db_url=sqlite:///{graded['out'] / 'gradebook.db'}"],
+        capture_output=True, text=True, timeout=300, check=False)
+    page = course / "feedback" / "honest" / corpus.LESSON / corpus.NOTEBOOK.replace(
+        ".ipynb", ".html")
+    assert page.exists(), done.stderr[-2000:]
+    assert "not executed during grading" in page.read_text()
 
 
 @pytest.mark.parametrize("case", corpus.CASES, ids=lambda c: c.student)
@@ -224,8 +270,28 @@ def test_time_is_bounded(graded):
     assert graded["seconds"] < per_worker * 40 + loop + LIMITS["cell_timeout"], graded["seconds"]
 
 
-def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):
-    """Checks a clean, sequential run of some submissions gives exactly the corpus run's rows."""
+@pytest.mark.skipif(os.environ.get("COURSE_TEST_EXECUTE_ALL") != "1",
+                    reason="grades the class a second time: `make test-execute-all`")
+def test_running_every_cell_gives_every_submission_the_same_scores(graded, tmp_path):
+    """Checks the whole class graded with every cell run (--execute all) gets the scores,
+    exercise by exercise, and statuses of the run that skipped cells."""
+    out = tmp_path / "all"
+    done = run_course("grade", str(graded["submissions"]), "--out", str(out), "--jobs", "2",
+                      "--seed", str(SEED), "--execute", "all", *LIMIT_FLAGS)
+    assert done.returncode == 1, done.stderr
+    everything = {(row.student, row.lesson): row for row in read_csv(out / "grades.csv")}
+    assert everything.keys() == graded["rows"].keys()
+    differ = {key: (row.score, row.status, graded["rows"][key].score, graded["rows"][key].status)
+              for key, row in everything.items()
+              if (row.score, row.status, row.exercises) != (
+                  graded["rows"][key].score, graded["rows"][key].status,
+                  graded["rows"][key].exercises)}
+    assert not differ, differ
+
+
+def test_jobs_1_running_every_cell_gives_the_same_grades(graded, tmp_path):
+    """Checks a clean, sequential run of some submissions, every cell run (--execute all),
+    gives exactly the corpus run's rows, which skipped cells."""
     subset = ["honest", "os-exit-later", "corrupt-json", "edited-test", "renamed-download",
               "solution-00_setup"]
     submissions = tmp_path / "subset"
@@ -236,7 +302,7 @@ def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):
         for path in source.iterdir():
             (target / path.name).write_bytes(path.read_bytes())
     outcome = grade(GradeRequest(ROOT, submissions, tmp_path / "out", jobs=1,
-                                 limits=Limits(**LIMITS), seed=SEED))
+                                 limits=Limits(**LIMITS), seed=SEED, execute=Execution.ALL))
     assert len(outcome.rows) == len(subset)
     for row in outcome.rows:
         assert row == graded["rows"][(row.student, row.lesson)]

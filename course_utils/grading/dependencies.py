@@ -129,13 +129,11 @@ def analyse_cell(source: str, imported: dict[str, str]) -> CellFacts:
     if opaque:
         return facts
     try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        facts.opaque = True
-        return facts
-    for statement in tree.body:
-        _Reader(facts, imported, top=True).visit(statement)
-        facts.runs_code |= not _defines_only(statement)
+        for statement in ast.parse(code).body:
+            _Reader(facts, imported, top=True).visit(statement)
+            facts.runs_code |= not _defines_only(statement)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # e.g. nested too deeply
+        return CellFacts(opaque=True)
     # A setter called again later in the cell (in a `finally`, say) sets its value back.
     facts.settings |= any(facts.setters.count(setter) == 1 for setter in facts.setters)
     return facts

@@ -17,6 +17,11 @@ SKIPPED_OUTPUT = {"output_type": "stream", "name": "stdout",
                   "text": "not executed during grading: no graded cell needs it\n"}
 
 
+# The lessons' notebooks hold 7 to 30 kB of code each; a submission with far more is read no
+# further (every cell runs): parsing megabytes in the grading worker is time and memory.
+MAX_ANALYSED_CHARS = 500_000
+
+
 @dataclass(frozen=True)
 class Plan:
     """Which code cells (indices into the notebook's cells) grading runs."""
@@ -28,7 +33,11 @@ class Plan:
 
 # ---------------------------------------------------------------------- the whole notebook
 def plan_cells(nb: NotebookNode, spec: LessonNotebook) -> Plan:
-    """The code cells grading runs, and those it skips, for a submitted notebook."""
+    """The code cells grading runs, and those it skips, for a submitted notebook (all of
+    them where its code is larger than any lesson's: no time spent reading it)."""
+    code = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    if sum(len(nb.cells[index].source) for index in code) > MAX_ANALYSED_CHARS:
+        return Plan(frozenset(code), frozenset())
     tests = {item.grade_id: item for item in spec.items if item.auto}
     answers = set(spec.solution_cells)
     imported: dict[str, str] = {}
