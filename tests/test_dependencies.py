@@ -121,7 +121,7 @@ def test_a_file_written_before_code_that_reads_it_is_kept():
     assert writer in ran(nb, spec)
 
 
-@pytest.mark.parametrize("opaque", ["!pip list", "%run other.py", "exec('y = 1')",
+@pytest.mark.parametrize("opaque", ["!pip list", "files = !ls", "%run other.py", "exec('y = 1')",
                                     "from math import *", "x = globals()['factor']",
                                     "%%bash\necho hi"])
 def test_an_opaque_cell_runs_with_every_cell_before_it(opaque):

@@ -1,34 +1,16 @@
-"""Which cells of a submitted notebook grading must run: those the graded cells need.
+"""What each code cell of a submitted notebook does, read from its text (:mod:`ast`, never run).
 
-A lesson's measurement, plotting and benchmark cells are most of a submission's time, and no
-check reads what they compute. Each code cell is read with :mod:`ast` (never run) into a
-:class:`CellFacts`: the names it defines and uses, and whether it changes state beyond its
-names. A cell is **kept** when it is
-
-* an answer (nbgrader ``solution``) cell, or a cell a test cell's check names an answer of;
-* **opaque**: what it reads or changes cannot be known from its text (``exec``, ``eval``,
-  ``globals()``, a star import, ``!`` shell lines, a magic other than those below, text that
-  does not parse): it runs, it is taken to define every name, and every cell before it runs;
-* a **setting** changed before a kept cell: ``torch.set_*``, ``torch.cuda.set_*``,
-  ``torch.backends.*`` or any module attribute assigned, a process group, ``os.environ``,
-  ``sys.path``, the working folder, warning filters (:data:`SETTINGS`) — unless the cell
-  sets it back itself (the same setter called again, as in a ``finally``; warning filters
-  inside ``with warnings.catch_warnings()``): these change what the answers do when the
-  checks call them;
-* a **seed or a file written** (``torch.manual_seed``, ``open`` for writing, ``torch.save``,
-  ``write_text``, ``%%writefile``, ...: :data:`SEEDS_AND_FILES`, :data:`WRITING_METHODS`)
-  before a kept cell that runs more than definitions (imports, ``def``, ``class``,
-  constants): a check draws its own inputs, so only top-level code can see them;
-* a definer of a name a kept cell uses: walking back from the use, every cell that defines
-  the name (an assignment, ``def``, ``class``, import, ``for``/``with`` target, ``del``, or a
-  **mutation**: ``x.attr = ...``, ``x[i] = ...``, ``x += ...``, ``x.method(...)``) is kept,
-  until a cell that rebinds it unconditionally (a plain assignment, def, class or import at
-  the cell's top level). Names a function body reads are looked up when it is called: from
-  the last graded cell backwards, not from the cell that defines it.
-
-Every other cell is skipped. ``%timeit``/``%time`` (line or cell) and ``%%capture`` read their
-Python code; ``%matplotlib`` does nothing that grading sees. Where the analysis is wrong, the
-grader's fallback runs the whole notebook (worker.py, :func:`needs_full_run`).
+A :class:`CellFacts` holds the names a cell defines (an assignment, ``def``, ``class``,
+import, ``for``/``with`` target, ``del``, or a **change** of a name: ``x.attr = ...``,
+``x[i] = ...``, ``x += ...``, ``x.method(...)``, ``x`` passed to a function the notebook
+defines), those it binds whatever their old value (at the cell's top level, unconditionally),
+those it reads when it runs, and those the functions it defines read when called; whether it
+changes a **setting** without setting it back (:data:`SETTINGS`, a module attribute assigned),
+seeds a random generator or writes a file (:data:`SEEDS_AND_FILES`, :data:`WRITING_METHODS`),
+runs more than definitions, or is **opaque**: ``exec``, ``eval``, ``globals()``, a star
+import, ``!`` shell lines, a magic other than ``%timeit``, ``%time``, ``%%capture`` (whose
+Python it reads), ``%matplotlib`` and ``%%writefile``, or text that does not parse. needed.py
+decides from these which cells grading runs.
 """
 from __future__ import annotations
 
@@ -38,6 +20,7 @@ from dataclasses import dataclass, field
 
 CODE_MAGICS = {"timeit", "time", "capture"}  # their text is Python run in the user namespace
 INERT_MAGICS = {"matplotlib"}
+ASSIGNED_MAGIC = re.compile(r"[\w\s,()]+=\s*[!%]")  # files = !ls, t = %timeit -o ...
 OPAQUE_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__", "get_ipython",
                 "setattr", "delattr", "compile"}
 # Module functions (full dotted names, aliases resolved) that change state a later cell sees
@@ -103,7 +86,7 @@ def python_of(source: str) -> tuple[str, bool, bool]:
     for line in lines:
         stripped = line.lstrip()
         indent = line[:len(line) - len(stripped)]
-        if stripped.startswith("!") or "!" in stripped.split("=")[0] and "= !" in stripped:
+        if stripped.startswith("!") or ASSIGNED_MAGIC.match(stripped):
             return "", False, True
         if stripped.startswith("%"):
             words = stripped[1:].split()

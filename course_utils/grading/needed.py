@@ -1,5 +1,23 @@
-"""The cells grading runs of a submitted notebook (:class:`Plan`): those the graded cells need,
-found from each cell's facts (dependencies.py, where the rules are).
+"""The cells grading runs of a submitted notebook (:class:`Plan`): what the graded cells need.
+
+A lesson's measurement, plotting and benchmark cells are most of a submission's time, and no
+check reads what they compute. From each cell's facts (dependencies.py) a cell runs when it is
+
+* an answer (nbgrader ``solution``) cell, or **a cell the student wrote or changed**: only the
+  lesson's own cells, unchanged (``LessonNotebook.lesson_cells``), may be skipped, so anything
+  a student adds runs as nbgrader would run it;
+* opaque: then every cell before it runs too;
+* a setting changed before the last graded cell: it changes what the answers do when the
+  checks call them;
+* a seed or a file written before a kept cell that runs more than definitions: a check draws
+  its own inputs, so only such code can see them;
+* a definer of a name a kept cell reads: walking back from the read, every cell that defines
+  the name runs, up to one that binds it unconditionally. A test cell reads its checks'
+  answer names; what a function body reads is looked up where the checks call it, after the
+  last graded cell.
+
+Every other code cell is skipped. Where this is wrong, the fallback (execution.py,
+``needs_full_run``) grades the notebook again with every cell.
 """
 from __future__ import annotations
 
