@@ -129,6 +129,13 @@ test-colab: $(TEST_STAMP)
 test-hostile: $(TEST_STAMP)
 	COURSE_HOSTILE=1 $(PY) -m pytest -n 0 -s tests/test_grading_hostile.py
 
+# ---- Grading that skips cells, checked against grading that runs them all (docs/grading.md):
+# the suite's class graded a second time with --execute all, every score compared. Not part of
+# `make test`: the full run takes about as long as the rest of tests/test_grading.py.
+.PHONY: test-execute-all
+test-execute-all: $(TEST_STAMP)
+	COURSE_TEST_EXECUTE_ALL=1 $(PY) -m pytest -n 0 tests/test_grading.py
+
 # ---- The build every Linux learner without a GPU installs (docs/pytorch-versions.md) ----
 # PyPI's torch wheel for Linux is the CUDA build; on a machine with no NVIDIA driver it must work
 # as well as the CPU-only build. A pip configuration may prefer a CPU-only wheel of the same

@@ -5,13 +5,18 @@ The run is the command an instructor types, in its own process, sandboxed, with 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 
 import nbformat
 import pytest
 
-from course_utils.grading.records import Limits
+from course_utils.grading.records import Execution, Limits
 from course_utils.grading.report import read_csv
 from course_utils.grading.request import GradeRequest
 from course_utils.grading.runner import grade
@@ -19,6 +24,7 @@ from course_utils.grading.session import MAX_WAIT_SHARE
 
 from . import grading_corpus as corpus
 from .conftest import ROOT, course_state, run_course
+from .grading_alternatives import ALTERNATIVES
 from .round_trips import wrong_answers
 
 # The class below is graded once, in the first test's set-up: about 330 s on the 2-core CI
@@ -60,6 +66,12 @@ def build_round_trips(folder):
                     if c.metadata.get("nbgrader", {}).get("grade_id") == answer.grade_id)
         cell.source = answer.source
         write(wrong, folder / f"wrong-{lesson}" / lesson / source.name)
+    for alternative in ALTERNATIVES:
+        source = next(s for name, s, _ in lesson_notebooks() if name == alternative.lesson)
+        right = nbformat.read(source, as_version=4)
+        next(c for c in right.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+             == alternative.grade_id).source = alternative.source
+        write(right, folder / alternative.student / alternative.lesson / source.name)
 
 
 LIMIT_FLAGS = ["--cell-timeout", str(LIMITS["cell_timeout"]),
@@ -81,7 +93,10 @@ def graded(tmp_path_factory, grading_sandbox):
                       "--seed", str(SEED), *LIMIT_FLAGS)
     seconds = time.monotonic() - started
     rows = read_csv(out / "grades.csv")
+    executions = {(row["student"], row["lesson"]): row["execution"]
+                  for row in json.loads((out / "grades.json").read_text())["rows"]}
     return {"rows": {(r.student, r.lesson): r for r in rows}, "out": out, "done": done,
+            "executions": executions,
             "submissions": submissions, "seconds": seconds, "before": before,
             "after": course_state()}
 
@@ -116,6 +131,37 @@ def test_round_trip_scores(graded, lesson):
     assert "not implemented yet" in blank
 
 
+@pytest.mark.parametrize("alternative", ALTERNATIVES, ids=lambda a: a.student)
+def test_a_right_answer_reusing_a_demo_cell_gets_full_marks_without_the_fallback(
+        graded, alternative):
+    """Checks the cell a right answer reads was run: full marks, from the run that skipped
+    cells (the fallback's full run would say `all`)."""
+    key = (alternative.student, alternative.lesson)
+    source = next(s for name, s, _ in lesson_notebooks() if name == alternative.lesson)
+    assert graded["rows"][key].score == autograded_max(source)
+    assert graded["executions"][key] == "needed"
+
+
+def test_skipped_cells_are_marked_and_nbgrader_renders_the_feedback(graded, tmp_path):
+    """Checks a skipped cell's output says so in the autograded copy, and that nbgrader's own
+    feedback (generate_feedback, from that copy and the gradebook) renders it."""
+    path = graded["out"] / "autograded" / "honest" / corpus.LESSON / corpus.NOTEBOOK
+    texts = [output.get("text", "") for cell in nbformat.read(path, as_version=4).cells
+             if cell.cell_type == "code" for output in cell.outputs]
+    assert "not executed during grading: no graded cell needs it\n" in texts
+    course = tmp_path / "course"
+    shutil.copytree(path.parent, course / "autograded" / "honest" / corpus.LESSON)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_feedback", corpus.LESSON,
+         "--student=honest", f"--CourseDirectory.root={course}",
+         f"--CourseDirectory.db_url=sqlite:///{graded['out'] / 'gradebook.db'}"],
+        cwd=course, capture_output=True, text=True, timeout=300, check=False)
+    page = course / "feedback" / "honest" / corpus.LESSON / corpus.NOTEBOOK.replace(
+        ".ipynb", ".html")
+    assert page.exists(), done.stderr[-2000:]
+    assert "not executed during grading" in page.read_text()
+
+
 @pytest.mark.parametrize("case", corpus.CASES, ids=lambda c: c.student)
 def test_corpus_case_gets_the_grade_it_deserves(graded, case):
     """Checks each hostile or broken submission's exact score, status and reason."""
@@ -131,6 +177,7 @@ def test_every_row_is_there_once(graded):
     expected = {(case.student, corpus.LESSON) for case in corpus.CASES}
     expected |= {(f"{kind}-{lesson}", lesson) for lesson, _, _ in lesson_notebooks()
                  for kind in ("solution", "blank", "wrong")}
+    expected |= {(alternative.student, alternative.lesson) for alternative in ALTERNATIVES}
     submitted = {key for key, row in graded["rows"].items() if not is_absent(row)}
     assert submitted == expected
     # Every student found also has a `missing` row for each other lesson graded.
@@ -224,8 +271,28 @@ def test_time_is_bounded(graded):
     assert graded["seconds"] < per_worker * 40 + loop + LIMITS["cell_timeout"], graded["seconds"]
 
 
-def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):
-    """Checks a clean, sequential run of some submissions gives exactly the corpus run's rows."""
+@pytest.mark.skipif(os.environ.get("COURSE_TEST_EXECUTE_ALL") != "1",
+                    reason="grades the class a second time: `make test-execute-all`")
+def test_running_every_cell_gives_every_submission_the_same_scores(graded, tmp_path):
+    """Checks the whole class graded with every cell run (--execute all) gets the scores,
+    exercise by exercise, and statuses of the run that skipped cells."""
+    out = tmp_path / "all"
+    done = run_course("grade", str(graded["submissions"]), "--out", str(out), "--jobs", "2",
+                      "--seed", str(SEED), "--execute", "all", *LIMIT_FLAGS)
+    assert done.returncode == 1, done.stderr
+    everything = {(row.student, row.lesson): row for row in read_csv(out / "grades.csv")}
+    assert everything.keys() == graded["rows"].keys()
+    differ = {key: (row.score, row.status, graded["rows"][key].score, graded["rows"][key].status)
+              for key, row in everything.items()
+              if (row.score, row.status, row.exercises) != (
+                  graded["rows"][key].score, graded["rows"][key].status,
+                  graded["rows"][key].exercises)}
+    assert not differ, differ
+
+
+def test_jobs_1_running_every_cell_gives_the_same_grades(graded, tmp_path):
+    """Checks a clean, sequential run of some submissions, every cell run (--execute all),
+    gives exactly the corpus run's rows, which skipped cells."""
     subset = ["honest", "os-exit-later", "corrupt-json", "edited-test", "renamed-download",
               "solution-00_setup"]
     submissions = tmp_path / "subset"
@@ -236,7 +303,7 @@ def test_jobs_1_gives_the_same_grades_as_jobs_2(graded, tmp_path):
         for path in source.iterdir():
             (target / path.name).write_bytes(path.read_bytes())
     outcome = grade(GradeRequest(ROOT, submissions, tmp_path / "out", jobs=1,
-                                 limits=Limits(**LIMITS), seed=SEED))
+                                 limits=Limits(**LIMITS), seed=SEED, execute=Execution.ALL))
     assert len(outcome.rows) == len(subset)
     for row in outcome.rows:
         assert row == graded["rows"][(row.student, row.lesson)]

@@ -39,6 +39,17 @@ class Status(str, Enum):
 STATUS_ORDER = list(Status)
 
 
+class Execution(str, Enum):
+    """Which cells of a notebook grading runs (`course grade --execute`), and which run gave
+    a notebook's verdicts."""
+
+    NEEDED = "needed"  # what the graded cells need (dependencies.py); the full run as fallback
+    ALL = "all"        # every cell, as nbgrader does
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def worst(statuses: list[Status]) -> Status:
     """The status that describes a lesson made of notebooks with these statuses."""
     return min(statuses, key=STATUS_ORDER.index, default=Status.GRADED)
@@ -228,6 +239,7 @@ class NotebookResult:
     reason: str
     items: tuple[ItemResult, ...]
     review: str = ""  # what its code reaches or patches (review.py): graded, for a person to judge
+    execution: Execution = Execution.ALL  # the run that gave these verdicts
 
 
 @dataclass(frozen=True)
@@ -283,6 +295,13 @@ class SubmissionResult:
     @property
     def review(self) -> str:
         return "; ".join(notebook.review for notebook in self.notebooks if notebook.review)
+
+    @property
+    def execution(self) -> Execution:
+        """NEEDED when every notebook's verdicts came from a run that skipped cells."""
+        needed = self.notebooks and all(notebook.execution is Execution.NEEDED
+                                        for notebook in self.notebooks)
+        return Execution.NEEDED if needed else Execution.ALL
 
     @property
     def reason(self) -> str:

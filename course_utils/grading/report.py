@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import Status, SubmissionResult
+from .records import Execution, Status, SubmissionResult
 
 FIXED_COLUMNS = ("student", "name", "lesson", "score", "max_score", "penalty", "status", "reason",
                  "seed", "review")
@@ -36,6 +36,7 @@ class Row:
     name: str = ""  # "Last, First" from the roster, where the student is on it
     penalty: float = 0.0  # points the late policy took off (late.py); score is after it
     review: str = ""  # graded, but its code reaches into the probe's reach: a person judges
+    execution: Execution = Execution.ALL  # which run gave the scores (grades.json only)
 
     @classmethod
     def from_result(cls, result: SubmissionResult, seed: int | None = None,
@@ -43,7 +44,8 @@ class Row:
         scored = tuple((item.grade_id, item.awarded) for item in result.items
                        if item.awarded is not None)
         return cls(result.student, result.lesson, result.score, result.max_score, result.status,
-                   result.reason, seed, scored, name, result.penalty, result.review)
+                   result.reason, seed, scored, name, result.penalty, result.review,
+                   result.execution)
 
     def as_dict(self) -> dict:
         """The row as JSON-ready data (exercise scores keyed by grade_id)."""
@@ -51,7 +53,7 @@ class Row:
                 "score": self.score, "max_score": self.max_score, "penalty": self.penalty,
                 "status": self.status.value,
                 "reason": self.reason, "seed": self.seed, "exercises": dict(self.exercises),
-                "review": self.review}
+                "review": self.review, "execution": self.execution.value}
 
 
 def exercise_columns(lesson_exercises: dict[str, list[str]]) -> list[str]:

@@ -24,7 +24,7 @@ from .late import (
 )
 from .limited import FIXED_CAPS
 from .options import option
-from .records import Limits, SubmissionResult
+from .records import Execution, Limits, SubmissionResult
 from .roster import RosterStudent
 from .sandbox import Isolation
 from .shard import WHOLE, Shard
@@ -54,6 +54,13 @@ class GradeRequest:
     extensions: Extensions = field(default=NO_EXTENSIONS, metadata=option(
         flag="--extensions", metavar="CSV", read=read_extensions,
         help="extra days per student: student,lesson,days (lesson * for every lesson)"))
+    # Which cells run (needed.py): NEEDED, only what the graded cells need, with a full run
+    # where a check fails for want of a skipped cell; ALL, every cell, as nbgrader does.
+    execute: Execution = field(default=Execution.NEEDED, metadata=option(
+        flag="--execute", metavar="{needed,all}", read=Execution, choices=("needed", "all"),
+        help="needed (default): run only the cells the graded cells need, and every cell where "
+             "a check fails for want of a skipped one; all: every cell, as nbgrader does "
+             "(docs/grading.md)"))
 
 
 @dataclass(frozen=True)

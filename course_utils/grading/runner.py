@@ -151,7 +151,7 @@ def grade(request: GradeRequest, *, on_event: OnEvent = ignore) -> GradingOutcom
                 run_seed=run_seed, limits=limits, recipe=recipe, scratch_root=scratch_root,
                 autograded_dir=out / "autograded",
                 # Two spares per worker where there is a core for each worker's second one.
-                spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1)
+                spares=2 if (os.cpu_count() or 1) >= 2 * jobs else 1, execute=request.execute)
             with StopRequest() as stop:
                 pool.run(klass.gradable, config, recorder,
                          lambda: _set_up_gradebook(recorder, klass, submissions, out), stop)

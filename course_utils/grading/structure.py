@@ -41,6 +41,9 @@ class LessonNotebook:
     items: tuple[GradeItem, ...]
     solution_cells: tuple[str, ...]  # grade_ids of answer cells (nbgrader registers them too)
     given: frozenset[str] = frozenset()  # code cells as released (not the learner's: review.py)
+    # The texts (stripped) of the instructor's own code cells: a submitted cell with one of
+    # them is the lesson's demonstration, unchanged, which grading may skip (needed.py).
+    lesson_cells: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -70,9 +73,12 @@ def load_lesson(root: Path, lesson: str) -> Lesson:
         imports += [name for cell in source.cells if cell.cell_type == "code"
                     for name in imported_modules(cell.source) if name not in imports]
         given = frozenset(cell.source for cell in release.cells if cell.cell_type == "code")
+        lesson_cells = frozenset(cell.source.strip() for notebook in (source, release)
+                                 for cell in notebook.cells if cell.cell_type == "code"
+                                 and not _nbgrader(cell).get("solution"))
         notebooks.append(LessonNotebook(lesson, source_path.name,
                                         tuple(grade_items(source, release, release_path)),
-                                        solution_cells, given))
+                                        solution_cells, given, lesson_cells))
     return Lesson(lesson, tuple(notebooks), tuple(dict.fromkeys(imports)))
 
 

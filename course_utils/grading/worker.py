@@ -19,16 +19,18 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from .autograded import write_autograded
+from .execution import ENDINGS, CellsRun, needs_full_run, outcome
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
 from .limited import cap_own_memory
+from .needed import SKIPPED_OUTPUT, plan_cells
 from .outside import OutsideSandbox
 from .received import literal_string
-from .records import ItemResult, Limits, NotebookResult, Status
+from .records import Execution, ItemResult, Limits, NotebookResult, Status
 from .review import learner_code, review_reasons
 from .scratch import filled, remove_tree
 from .session import (
@@ -55,6 +57,7 @@ class WorkerConfig:
     scratch_root: Path               # kernels' folders are made here (hidden from kernels)
     autograded_dir: Path | None      # where executed copies go, for nbgrader's formgrader
     spares: int = 1                  # kernels each worker keeps starting ahead
+    execute: Execution = Execution.NEEDED  # which cells run (dependencies.py)
 
 
 @dataclass(frozen=True)
@@ -226,27 +229,6 @@ class KernelSupply:
 
 
 # ---------------------------------------------------------------------- grading
-@dataclass
-class CellsRun:
-    """What running a notebook's cells in one kernel gave: verdicts, outputs and how it ended."""
-
-    decided: dict[str, ItemResult] = field(default_factory=dict)  # by grade_id
-    outputs: dict[int, list] = field(default_factory=dict)  # by cell index
-    cell: int | None = None  # the cell being run
-    status: Status = Status.GRADED
-    stopped: str = ""  # why the run ended early, with the cell
-    refused: str = ""  # what the kernel's cgroup refused (memory, processes)
-    scratch_full: bool = False  # its folder's tmpfs was full at the end (Limits.scratch_mb)
-
-    def end(self, status: Status, why: str) -> None:
-        self.status = status
-        self.stopped = why if self.cell is None else f"{why} (in cell {self.cell})"
-
-
-ENDINGS = {CellTimeout: Status.TIMEOUT, OutputLimit: Status.OUTPUT_LIMIT,
-           KernelDied: Status.KERNEL_DIED}
-
-
 def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
                    notebook: SubmittedNotebook, deadline: float, report: Report,
                    job_id: int, upcoming: tuple[str, ...] = ()) -> NotebookResult:
@@ -261,7 +243,34 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
     except InvalidSubmission as error:
         return not_graded(notebook, Status.INVALID, str(error), f"not graded: {error}")
     problems = tampering(nb, spec.items)
-    session, run = kernels.take(submission.lesson), CellsRun()
+    plan = plan_cells(nb, spec) if config.execute is Execution.NEEDED else None
+    started, run = time.monotonic(), CellsRun(plan=plan if plan and plan.skipped else None)
+    _run_in_kernel(kernels, config, submission, spec, nb, problems, run, report,
+                   (job_id, deadline, upcoming))
+    if run.plan is not None and needs_full_run(run):  # in a fresh kernel, on a fresh clock
+        run = CellsRun()
+        _run_in_kernel(kernels, config, submission, spec, nb, problems, run, report,
+                       (job_id, deadline + time.monotonic() - started, upcoming))
+    full = f"it filled its {config.limits.scratch_mb} MiB of scratch space" * run.scratch_full
+    if full and run.status is Status.GRADED:
+        run.status = Status.SCRATCH_FULL
+    status, reason = outcome(run.status, [run.stopped, run.refused, full], problems,
+                             notebook.note)
+    result = NotebookResult(spec.name, status, reason,
+                            final_verdicts(spec.items, run.decided, problems, run.stopped),
+                            "; ".join(review_reasons(learner_code(nb, spec))),
+                            Execution.ALL if run.plan is None else Execution.NEEDED)
+    if config.autograded_dir is not None:
+        target = config.autograded_dir / submission.student / submission.lesson / spec.filename
+        write_autograded(target, nb, spec, result, run.outputs)
+    return result
+
+
+def _run_in_kernel(kernels: KernelSupply, config: WorkerConfig, submission: Submission,
+                   spec: LessonNotebook, nb, problems: dict[str, str], run: CellsRun,
+                   report: Report, when: tuple[int, float, tuple[str, ...]]) -> None:
+    """Run ``nb`` in a fresh kernel into ``run``; ``when``: job, deadline, lessons to come."""
+    (job_id, deadline, upcoming), session = when, kernels.take(submission.lesson)
     try:
         session.begin(deadline)
         kernels.top_up(list(upcoming))  # they start while this notebook runs
@@ -275,24 +284,12 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
         run.scratch_full = filled(session.pid, session.home, config.limits.scratch_mb)
         run.refused = session.refusals()
         kernels.discard(session)
-    full = f"it filled its {config.limits.scratch_mb} MiB of scratch space" * run.scratch_full
-    if full and run.status is Status.GRADED:
-        run.status = Status.SCRATCH_FULL
-    status, reason = _outcome(run.status, [run.stopped, run.refused, full], problems,
-                              notebook.note)
-    result = NotebookResult(spec.name, status, reason,
-                            final_verdicts(spec.items, run.decided, problems, run.stopped),
-                            "; ".join(review_reasons(learner_code(nb, spec))))
-    if config.autograded_dir is not None:
-        target = config.autograded_dir / submission.student / submission.lesson / spec.filename
-        write_autograded(target, nb, spec, result, run.outputs)
-    return result
 
 
 def _run_cells(session: KernelSession, config: WorkerConfig, submission: Submission,
                spec: LessonNotebook, nb, problems: dict[str, str], run: CellsRun,
                report: Report, job_id: int) -> None:
-    """Run the notebook's code cells in order; at each autograded cell, check its item instead."""
+    """Run the code cells (those run.plan keeps) in order; check each autograded cell's item."""
     by_id = {item.grade_id: item for item in spec.items}
     for run.cell, cell in enumerate(nb.cells):
         item = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
@@ -304,19 +301,13 @@ def _run_cells(session: KernelSession, config: WorkerConfig, submission: Submiss
                 run.decided[item.grade_id] = _check_item(session, config, submission, item)
                 report(ItemDecided(job_id, spec.name, run.decided[item.grade_id]))
             continue
-        if cell.cell_type == "code" and cell.source.strip():
+        if run.plan is not None and run.cell in run.plan.skipped:
+            run.outputs[run.cell] = [dict(SKIPPED_OUTPUT)]
+        elif cell.cell_type == "code" and cell.source.strip():
             report(CellStarted(job_id, spec.name, run.cell))
-            run.outputs[run.cell] = session.run_cell(cell.source).outputs
-
-
-def _outcome(status: Status, reasons: list[str], problems: dict[str, str],
-             note: str) -> tuple[Status, str]:
-    """A notebook's status and reason: why it stopped and what its limits refused; tampered
-    cells where it ran to the end; the intake's note (a renamed file, say) first."""
-    reason = "; ".join(filter(None, reasons))
-    if problems and status is Status.GRADED:
-        status, reason = Status.TAMPERED, "; ".join(problems.values())
-    return status, "; ".join(filter(None, [note, reason]))
+            ran = session.run_cell(cell.source)
+            run.outputs[run.cell] = ran.outputs
+            run.errors += [ran.error] if ran.error else []
 
 
 def final_verdicts(items: tuple[GradeItem, ...], decided: dict[str, ItemResult],
