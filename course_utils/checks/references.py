@@ -67,6 +67,26 @@ def sgd_epoch(spec: dict, features, labels, batch_size: int, lr: float) -> dict:
     return {"parameters": parameter_values(model), "losses": losses}
 
 
+def sgd_batches(spec: dict, batches, lr: float, steps: int | None = None
+                ) -> tuple[list[float], list]:
+    """Plain SGD in float64, one step per (features, labels) batch in order, the first
+    ``steps`` of them (all where None): each step's loss and the final parameters."""
+    import torch
+    import torch.nn.functional as F
+
+    from ..probe import build_mlp, parameter_values
+    model = build_mlp(spec).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for features, labels in batches[:steps]:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(torch.tensor(features).double()), torch.tensor(labels))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, parameter_values(model)
+
+
 def accuracy(spec: dict, features, labels, batch_size: int) -> dict:
     """Accuracy over all examples and the mean of per-batch accuracies (eval mode)."""
     import torch

@@ -10,6 +10,8 @@
   one-example indexing, and calls mixing meta and host operands;
 * :func:`meta_stand_in` -- runs the learner's code on meta tensors (a GPU's stand-in) until it
   mixes devices or reads a device value, and says which operation on which line did;
+* :func:`loss_watch` -- a loss function that keeps each loss, and a mode that logs each
+  operation building a graph on one of them (a running total kept without ``detach()``);
 * :func:`meta_generators` -- ``torch.Generator(device="meta")`` works (a CPU one stands in),
   and ``torch.randperm`` refuses a generator of another device, as a GPU's does.
 """
@@ -290,3 +292,28 @@ def meta_stand_in(stop_at_read=True):
             return func(*args, **kwargs)
 
     return StandIn()
+
+
+def loss_watch(log):
+    """(loss_fn, mode, losses) for a training loop under probe: ``loss_fn`` is cross-entropy
+    that keeps each loss in ``losses``; inside ``with mode:``, each operation that builds a
+    graph on one of those losses (it was not detached) logs "graph kept"."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    losses = []
+
+    class Kept(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            used = [t for a in args for t in (a if isinstance(a, (list, tuple)) else [a])]
+            if getattr(out, "grad_fn", None) is not None and any(
+                    t is loss for t in used for loss in losses):
+                log.append("graph kept")
+            return out
+
+    def loss_fn(logits, labels):
+        losses.append(loss := torch.nn.functional.cross_entropy(logits, labels))
+        return loss
+
+    return loss_fn, Kept(), losses

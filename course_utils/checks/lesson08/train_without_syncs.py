@@ -6,8 +6,17 @@ import json
 import math
 import random
 
-from ...probe import Spy, build_mlp, host_read_counter, parameter_values, run_learner, type_name
+from ...probe import (
+    Spy,
+    build_mlp,
+    host_read_counter,
+    loss_watch,
+    parameter_values,
+    run_learner,
+    type_name,
+)
 from ..framework import check, expect_close, expect_no_error, fail
+from ..references import sgd_batches
 
 STEP = "for each batch: optimizer.zero_grad(), loss_fn(model(features), labels), backward, step."
 
@@ -30,10 +39,10 @@ def probe(train_without_syncs, inputs):
     import warnings
 
     import torch
-    from torch.overrides import TorchFunctionMode
 
     drawn = inputs["cases"][0]
-    model, log, losses = build_mlp(drawn["model"]), [], []
+    model, log = build_mlp(drawn["model"]), []
+    loss_fn, kept, losses = loss_watch(log)  # "graph kept": a total not detached
     data = [(torch.tensor(f), torch.tensor(y)) for f, y in drawn["batches"]]
 
     class Batches:
@@ -46,22 +55,9 @@ def probe(train_without_syncs, inputs):
                 yield batch
             log.append("loop ended")
 
-    class Kept(TorchFunctionMode):  # an operation on a loss (not detached) that builds a graph
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            used = [t for a in args for t in (a if isinstance(a, (list, tuple)) else [a])]
-            if getattr(out, "grad_fn", None) is not None and any(
-                    t is loss for t in used for loss in losses):
-                log.append("graph kept")
-            return out
-
-    def loss_fn(logits, labels):
-        losses.append(loss := torch.nn.functional.cross_entropy(logits, labels))
-        return loss
-
     optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
     # Each read of a device value, judged by its meaning (probe/syncs.py's table), as on a GPU.
-    with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), Kept(), \
+    with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), kept, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")  # float(loss) warns about requires_grad: a read
         run = run_learner(train_without_syncs, model, Batches(), loss_fn, optimizer)
@@ -74,20 +70,9 @@ def probe(train_without_syncs, inputs):
 
 @functools.lru_cache(maxsize=32)
 def _reference_of(drawn_json: str) -> dict:
-    import torch
-
     drawn = json.loads(drawn_json)
-    model = build_mlp(drawn["model"]).double()
-    optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
-    losses = []
-    for features, labels in drawn["batches"]:
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(torch.tensor(features).double()),
-                                                 torch.tensor(labels))
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return {"mean": sum(losses) / len(losses), "params": parameter_values(model)}
+    losses, params = sgd_batches(drawn["model"], drawn["batches"], drawn["lr"])
+    return {"mean": sum(losses) / len(losses), "params": params}
 
 
 def _success(inputs: dict) -> str:

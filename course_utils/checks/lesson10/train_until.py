@@ -6,7 +6,15 @@ import json
 import math
 import random
 
-from ...probe import Spy, build_mlp, host_read_counter, parameter_values, run_learner, type_name
+from ...probe import (
+    Spy,
+    build_mlp,
+    host_read_counter,
+    loss_watch,
+    parameter_values,
+    run_learner,
+    type_name,
+)
 from ..framework import case, check, expect_no_error, fail
 from .train_until_rules import READ_FIX, draw_case, reference, stop_fix
 
@@ -39,24 +47,11 @@ def probe(train_until, inputs):
     import warnings
 
     import torch
-    from torch.overrides import TorchFunctionMode
-
-    class Kept(TorchFunctionMode):  # an operation on a loss (not detached) that builds a graph
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            used = [t for a in args for t in (a if isinstance(a, (list, tuple)) else [a])]
-            if getattr(out, "grad_fn", None) is not None and any(
-                    t is loss for t in used for loss in losses):
-                log.append("graph kept")
-            return out
-
-    def loss_fn(logits, labels):
-        losses.append(loss := torch.nn.functional.cross_entropy(logits, labels))
-        return loss
 
     results = []
     for drawn in inputs["cases"]:
-        model, log, losses = build_mlp(drawn["model"]), [], []
+        model, log = build_mlp(drawn["model"]), []
+        loss_fn, kept, _ = loss_watch(log)  # "graph kept": a window total not detached
         data = [(torch.tensor(f), torch.tensor(y)) for f, y in drawn["batches"]]
 
         def batches(data=data, log=log):
@@ -66,7 +61,7 @@ def probe(train_until, inputs):
             log.append("loop ended")
 
         optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
-        with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), Kept(), \
+        with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), kept, \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore")  # float(loss) warns about requires_grad: a read
             run = run_learner(train_until, model, batches(), loss_fn, optimizer,

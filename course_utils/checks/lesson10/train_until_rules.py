@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import build_mlp, parameter_values
+from ..references import sgd_batches
 
 READ_FIX = ("keep the window's total on the device (loss.detach() added up) and read it once, "
             "when steps % every == 0: if (window / every).item() <= target: return steps.")
@@ -14,19 +14,7 @@ def _matrix(rng: random.Random, rows: int, cols: int, spread: float) -> list[lis
 
 
 def _losses_and_params(drawn: dict, steps: int | None) -> tuple[list[float], list]:
-    import torch
-
-    model = build_mlp(drawn["model"]).double()
-    optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
-    losses = []
-    for features, labels in drawn["batches"][:steps]:
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(torch.tensor(features).double()),
-                                                 torch.tensor(labels))
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses, parameter_values(model)
+    return sgd_batches(drawn["model"], drawn["batches"], drawn["lr"], steps)
 
 
 def _window_means(losses: list[float], every: int) -> list[float]:
