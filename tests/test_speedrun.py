@@ -45,17 +45,28 @@ def test_the_speedup_interval_covers_the_true_ratio_95_percent_of_the_time(simul
         assert 0.90 <= covered <= 0.99, (truth, covered)
 
 
-def test_the_mean_interval_covers_the_true_mean_95_percent_of_the_time():
-    runs = np.random.default_rng(11).normal(2.0, 0.1, size=(SIMULATED, 5))
-    covered = np.mean([i.low <= 2.0 <= i.high for i in map(speedrun.mean_interval, runs)])
+def test_the_row_interval_covers_the_true_geometric_mean_95_percent_of_the_time():
+    # times drawn log-normal around 2 s with a 30 % spread: skewed, as run times are
+    runs = np.random.default_rng(11).lognormal(np.log(2.0), 0.3, size=(SIMULATED, 5))
+    intervals = list(map(speedrun.geometric_interval, runs))
+    covered = np.mean([i.low <= 2.0 <= i.high for i in intervals])
     assert 0.90 <= covered <= 0.99
+    assert min(i.low for i in intervals) > 0  # a time's interval never reaches below zero
 
 
-def test_mean_interval_refuses_what_it_cannot_summarise():
-    with pytest.raises(ValueError, match="at least 2 finite numbers, got \\[1.0\\]"):
-        speedrun.mean_interval([1.0])
+def test_one_slow_run_widens_the_interval_without_taking_it_below_zero():
+    # the H200 reference run of 27 Nov: Student's interval of the raw times was [-0.044, 0.581]
+    interval = speedrun.geometric_interval([0.12, 0.13, 0.12, 0.14, 0.83])
+    assert 0 < interval.low < 0.12 and interval.high > 0.3
+
+
+def test_geometric_interval_refuses_what_it_cannot_summarise():
+    with pytest.raises(ValueError, match="at least 2 positive finite numbers, got \\[1.0\\]"):
+        speedrun.geometric_interval([1.0])
+    with pytest.raises(ValueError, match="positive finite numbers, got \\[1.0, 0.0\\]"):
+        speedrun.geometric_interval([1.0, 0.0])
     with pytest.raises(ValueError, match="confidence must be between 0 and 1, got 95"):
-        speedrun.mean_interval([1.0, 2.0], confidence=95)
+        speedrun.geometric_interval([1.0, 2.0], confidence=95)
 
 
 # ------------------------------------------------------------------ the run

@@ -2,6 +2,7 @@
 
 * :func:`load_corpus` -- the text: the standard library's own source, read from this Python's
   installation (nothing is downloaded), as byte codes split into training and validation;
+  :func:`count_model_losses` -- what counting letters and letter pairs alone scores on it;
 * :class:`CharTransformer` -- a small character-level transformer, its attention by hand or
   through ``F.scaled_dot_product_attention``;
 * :class:`Recipe` and :func:`cumulative_changes` -- the table's rows, each switch from the lesson
@@ -29,11 +30,11 @@ from torch import nn
 from .args import positive_int, positive_number
 from .backends import backend_for
 from .devices import resolve, synchronize
-from .speedrun_report import Interval, bar_chart, mean_interval, summary_table
+from .speedrun_report import Interval, bar_chart, geometric_interval, summary_table
 
 __all__ = ["CORPUS_FILES", "CharTransformer", "Corpus", "Interval", "Recipe", "RunRecord",
-           "Skipped", "bar_chart", "cumulative_changes", "load_corpus", "mean_interval",
-           "measure", "summary_table", "train_to_target"]
+           "Skipped", "bar_chart", "count_model_losses", "cumulative_changes",
+           "geometric_interval", "load_corpus", "measure", "summary_table", "train_to_target"]
 
 # Standard-library modules present in every supported Python (3.10 and later).
 CORPUS_FILES = ("argparse.py", "textwrap.py", "string.py", "dataclasses.py", "functools.py",
@@ -64,6 +65,23 @@ def load_corpus(max_chars: int = 400_000) -> Corpus:
     codes[codes >= VOCABULARY] = ord("?")
     split = int(len(codes) * 0.9)
     return Corpus(codes[:split].clone(), codes[split:].clone(), CORPUS_FILES)
+
+
+def count_model_losses(corpus: Corpus) -> tuple[float, float]:
+    """The validation loss (nats per character) of two models made by counting the training
+    text: letter frequencies alone, and each character given the one before (counts plus one
+    half, so no pair is impossible). A target below the second needs more context than that."""
+    def mean_loss(probabilities: torch.Tensor, index) -> float:
+        return float(-probabilities[index].log().mean())
+
+    train, held_out = corpus.train, corpus.validation
+    letters = torch.bincount(train, minlength=VOCABULARY).double() + 0.5
+    pairs = torch.zeros(VOCABULARY, VOCABULARY, dtype=torch.float64)
+    pairs.index_put_((train[:-1], train[1:]), torch.ones(len(train) - 1, dtype=torch.float64),
+                     accumulate=True)
+    pairs += 0.5
+    return (mean_loss(letters / letters.sum(), held_out),
+            mean_loss(pairs / pairs.sum(dim=1, keepdim=True), (held_out[:-1], held_out[1:])))
 
 
 class Block(nn.Module):

@@ -460,6 +460,12 @@ def latency_once(node, place, env):
         yield changed(node, lambda n: n.right)
 
 
+def log_dropped(node, place, env):
+    """np.log(x) → x: a quantity left on its raw scale where the rule takes its logarithm."""
+    if call_name(node) in ("log", "log2", "log10") and len(node.args) == 1:
+        yield changed(node, lambda n: n.args[0])
+
+
 def _learner(name: str, mistake: str, keywords: tuple[str, ...], edits) -> Operator:
     return Operator(name, "learner", mistake, edits, keywords)
 
@@ -557,6 +563,8 @@ LEARNER = (
     _learner("sync-every-or-never", "no_sync() on every micro-batch, or on none",
              ("no_sync", "all-reduce", "allreduce", "once", "every micro-batch", "sync"),
              sync_every_or_never),
+    _learner("log-dropped", "the logarithm left out: raw values where the rule takes logs",
+             ("log", "raw", "scale"), log_dropped),
     _learner("world-off-by-one", "divided by world - 1 instead of the world size",
              ("world", "ranks"), world_off_by_one),
     _learner("bytes-dropped", "values counted instead of bytes (bytes_per_value forgotten)",
