@@ -78,6 +78,19 @@ def test_the_corpus_is_ascii_codes_split_nine_to_one(corpus):
         speedrun.load_corpus(max_chars=0)
 
 
+def test_count_models_score_what_counting_can_know():
+    # "ab" repeated: letters are half and half (ln 2), and the letter before decides the next
+    text = torch.tensor([97, 98] * 20_000)  # long enough that the half-counts hardly matter
+    letters, pairs = speedrun.count_model_losses(speedrun.Corpus(text, text[:100], ()))
+    assert letters == pytest.approx(np.log(2), abs=0.01)
+    assert pairs < 0.01
+
+
+def test_the_target_asks_for_more_than_letter_counts(corpus):
+    letters, pairs = speedrun.count_model_losses(speedrun.load_corpus())
+    assert 2.5 < pairs < letters < np.log(128)  # the lesson's target, 2.5, is below both
+
+
 def test_the_cpu_rows_are_cumulative_and_name_what_they_skip():
     rows = speedrun.cumulative_changes("cpu")
     recipes = [r for r in rows if isinstance(r, speedrun.Recipe)]
