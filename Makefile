@@ -191,8 +191,12 @@ test-torch:
 	@# would quietly swap in another version that fits the rest
 	grep -v -E '^(torch|triton|nvidia-|cuda-|setuptools)' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
 	echo 'torch==$(TORCH)' >> .venv-torch-$(TORCH)/constraints.txt
-	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--constraint .venv-torch-$(TORCH)/constraints.txt --editable '.[test,postgres]'
+	@# the machine's pip configuration stays out of this install too: a global constraint there
+	@# (this project's VM caps torch at 2.14.1) would refuse the version asked for
+	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null \
+		.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--index-url $(VERSIONS_INDEX) --constraint .venv-torch-$(TORCH)/constraints.txt \
+		--editable '.[test,postgres]'
 	.venv-torch-$(TORCH)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
 	.venv-torch-$(TORCH)/bin/python -c "import torch, sys; v = torch.__version__.split('+')[0]; \
 		sys.exit(None if v == '$(TORCH)' else f'asked for torch $(TORCH), got {v}')"

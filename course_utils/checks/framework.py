@@ -283,7 +283,8 @@ Hint = str | Callable[[ErrorFacts], str | None]
 
 def is_stub(error: ErrorFacts | None) -> bool:
     """The exercise's own ``raise NotImplementedError()``, left in place."""
-    return is_kind(error, "NotImplementedError") and error["raised_in"] is None
+    return error is not None and is_kind(error, "NotImplementedError") and \
+        error["raised_in"] is None
 
 
 def expect_not_a_stub(errors: list[ErrorFacts | None], what: str) -> None:

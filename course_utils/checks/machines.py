@@ -8,7 +8,7 @@ from the ``accelerators`` mapping, so a machine with another type of device is o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 
 class GpuSpec(TypedDict):
@@ -74,16 +74,18 @@ def machine(name: str, accelerators: Mapping[str, int | Sequence[str]] | None = 
     ``machine("an Intel box", {"xpu": ["Max 1550"]})``: GPUs by their model in ``GPUS`` or
     ``XPUS``, MPS by its count.
     """
-    described: dict = {}
+    described: dict[str, Any] = {}
     for device_type, request in (accelerators or {}).items():
         if device_type == "mps":
-            described["mps"] = int(request)
+            described["mps"] = int(cast(int, request))
         elif device_type in _CATALOGUES:
-            described[device_type] = [dict(_CATALOGUES[device_type][model]) for model in request]
+            catalogue = cast(Mapping[str, Mapping[str, Any]], _CATALOGUES[device_type])
+            described[device_type] = [dict(catalogue[model])
+                                      for model in cast(Sequence[str], request)]
         else:
             raise ValueError(f"machine(): no simulated {device_type!r} devices; the types are "
                              f"{', '.join(['mps', *_CATALOGUES])}.")
-    return {"name": name, "accelerators": described,
+    return {"name": name, "accelerators": cast(Accelerators, described),
             "cuda_version": "12.8" if described.get("cuda") else None}
 
 

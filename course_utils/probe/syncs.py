@@ -241,7 +241,7 @@ _CONDITIONS = {
         and any(j.on_device(t) for t in _tensors_in(args[0])),
 }
 
-_READS_BY_OP = {}
+_READS_BY_OP: dict[str, list] = {}
 for _entry in HOST_READS:
     if _entry.reads:
         _READS_BY_OP.setdefault(_entry.op, []).append(_entry)

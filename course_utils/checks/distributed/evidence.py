@@ -58,7 +58,7 @@ def read_checkpoint(path: str | Path) -> CheckpointFacts:
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINT_BYTES:
             return CheckpointFacts("unreadable", problem="not a plain file of at most 1 MiB")
         data = file.read(MAX_CHECKPOINT_BYTES + 1)
-    model_classes = [torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU]
+    model_classes: list = [torch.nn.Sequential, torch.nn.Linear, torch.nn.ReLU]
     try:
         with torch.serialization.safe_globals(model_classes):
             saved = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)

@@ -10,7 +10,7 @@ from ...probe import build_mlp, parameter_values
 def global_steps(reports: list[RankReport]) -> list[list[list[int]]]:
     """Each optimizer step as the ranks' batches side by side: ``[[rank0 batch, rank1 batch]]``."""
     passes = [report.epochs() for report in reports]
-    steps = []
+    steps: list[list[list[int]]] = []
     for epoch in range(min((len(p) for p in passes), default=0)):
         # Ranks with unequal batch counts would have hung in DDP: pair up what they share.
         steps.extend(list(batches) for batches in zip(*(p[epoch] for p in passes), strict=False))
@@ -31,6 +31,6 @@ def reference_parameters(config: RunConfig, steps: list[list[list[int]]]) -> lis
         optimizer.zero_grad()
         losses = [torch.nn.functional.cross_entropy(model(features[b]), labels[b])
                   for b in batches]
-        (sum(losses) / len(losses)).backward()
+        (sum(losses, torch.zeros(())) / len(losses)).backward()
         optimizer.step()
     return parameter_values(model)

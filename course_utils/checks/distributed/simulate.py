@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -49,8 +50,9 @@ def simulate_rank(script: str | Path, machine: dict, *, rank: int, local_rank: i
     from torch.utils.data import DataLoader, DistributedSampler
 
     gpus = machine["accelerators"].get("cuda", [])  # the node's CUDA GPUs
-    seen = {"init": False, "backend": None, "set_device": [], "device": None, "ids": None,
-            "ddp": False, "current": None, "device_id": None, "samplers": []}
+    seen: dict[str, Any] = {"init": False, "backend": None, "set_device": [], "device": None,
+                            "ids": None, "ddp": False, "current": None, "device_id": None,
+                            "samplers": []}
     folder = Path(tempfile.mkdtemp(prefix="course-ddp-sim-"))
     (folder / "config.json").write_text((config or RunConfig.example()).to_json())
     env = {"RANK": str(rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(world_size),

@@ -86,9 +86,9 @@ def check_crossover(inputs, observations, hidden):
 def _verify(sweep: dict, result: dict) -> None:
     sizes, cpu, acc = sweep["sizes"], sweep["cpu"], sweep["acc"]
     expected = expected_crossover(sizes, cpu, acc)
-    expect_no_error(result["error"], "crossover()", hints={
-        "Exception": None if expected is not None else
-        "when the accelerator never stays faster up to the largest size, return None."})
+    expect_no_error(result["error"], "crossover()", hints=None if expected is not None else {
+        "Exception": "when the accelerator never stays faster up to the largest size, "
+                     "return None."})
     kind, value = result["returned"]["type"], result["size"]
     if value is None and kind != "NoneType":
         fail(f"crossover() returned {kind}.", "return one of the sizes (an int), or None.")

@@ -34,7 +34,8 @@ def make_inputs(seed: int, hidden: bool) -> dict:
     return {"cases": cases}
 
 
-def _case(spec: dict, device: str, warmup: int, repeats: int, work: list[float]) -> dict:
+def _case(spec: machines.MachineSpec, device: str, warmup: int, repeats: int,
+          work: list[float]) -> dict:
     return {"machine": spec, "device": device, "warmup": warmup, "repeats": repeats,
             "work_s": work, "launch_s": 2e-5, "startup_s": 0.25,
             "queue": f"{device}:0" if device == "cuda" else device}

@@ -61,7 +61,7 @@ def probe(amp_settings, inputs):
     return results
 
 
-def _gpu(case: dict) -> dict | None:
+def _gpu(case: dict) -> machines.GpuSpec | None:
     """The GPU ``case["device"]`` names, or None for the CPU and MPS."""
     kind, _, index = case["device"].partition(":")
     return machines.gpus(case["machine"])[int(index or 0)] if kind == "cuda" else None

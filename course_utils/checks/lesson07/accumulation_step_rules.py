@@ -2,6 +2,8 @@
 computed on the trusted side, and the weights each typical mistake gives instead."""
 from __future__ import annotations
 
+from typing import Any
+
 from ...probe import build_mlp, parameter_values
 from ..framework import fail
 
@@ -35,7 +37,8 @@ def _close(a: list, b: list) -> bool:
                for p, q in zip(a, b, strict=True))
 
 
-MISTAKES = [  # (how the weights come out, the cause it names, the fix)
+# (how the weights come out, the cause it names, the fix)
+MISTAKES: list[tuple[dict[str, Any], str, str]] = [
     ({"scale": "sum"}, ("the gradients of the micro-batches add up: the step is "
                         "len(micro_batches) times too big"),
      "divide each micro-batch's loss by len(micro_batches) before backward()."),

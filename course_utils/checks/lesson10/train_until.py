@@ -80,7 +80,8 @@ def _reference_of(drawn_json: str) -> dict:
 
 def _reads_by_step(log: list[str]) -> dict[int, int]:
     """Step number (0 before the first step) -> the reads between it and the next step."""
-    reads, step = {}, 0
+    reads: dict[int, int] = {}
+    step = 0
     for event in log:
         if event == "step":
             step += 1

@@ -73,14 +73,16 @@ def launch(script: str | Path, nproc: int = 2, *, config: RunConfig | None = Non
                                stderr=subprocess.STDOUT, text=True, errors="replace",
                                start_new_session=True)  # its own group: killed as one
     output: list[str] = []
-    reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)
+    stream = process.stdout
+    assert stream is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: output.extend(stream), daemon=True)
     reader.start()  # a full pipe would block torchrun: keep draining it
     ending = _wait(process, folder, nproc, started + timeout, stall)
     if ending:
         _kill_run(process, folder)
     process.wait()
     reader.join(timeout=10)
-    process.stdout.close()
+    stream.close()
     seconds = time.monotonic() - started
     reports = [RankReport.from_dict(json.loads(file.read_text()))
                for file in sorted(folder.glob("rank*.json"), key=_rank_of)]

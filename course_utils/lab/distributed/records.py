@@ -129,7 +129,7 @@ def device_indices(device_ids) -> list | None:
     """device_ids as GPU indices (or the text of what was passed)."""
     if device_ids is None:
         return None
-    out = []
+    out: list[int | str | None] = []
     for item in device_ids:
         if isinstance(item, int) and not isinstance(item, bool):
             out.append(item)
