@@ -7,8 +7,10 @@ as the lesson does (one rank per GPU where there are two or more, else two gloo 
 CPU), ``--runs`` times, and prints from the run with the fastest DDP step: each strategy's
 bytes per rank and median step time (rank 0), the latency and bandwidth fitted by least squares
 to each collective's sweep with the 3 MiB held-out size predicted against its measurement, and
-one step's communication predicted by that model against what the profiler saw. Names the
-machine and its load. A benchmark, not a test: run it on an otherwise idle machine.
+one step's communication predicted by that model against what the profiler saw, and the
+pipeline of one stage per rank: for each number of micro-batches, the step, each rank's busy
+time, the share it waited against (p-1)/(m+p-1), and the largest difference from the whole model.
+Names the machine and its load. A benchmark, not a test: run it on an otherwise idle machine.
 """
 from __future__ import annotations
 
@@ -100,7 +102,29 @@ def main() -> int:
             f"{predict(plan, units, parameter_bytes, models) * 1e3:.2f}"
         print(f"{profiled.strategy:<9} {profiled.seconds * 1e3:11.2f} {predicted:>12}  "
               + ", ".join(f"{n} x {name}" for name, n in sorted(profiled.calls.items())))
+    print_pipeline(best.ranks)
     return 0
+
+
+def print_pipeline(ranks: list) -> None:
+    """The pipeline's table: per number of micro-batches, the step (the slowest rank's), each
+    rank's busy time and the share of the step it waited, against the bubble's formula."""
+    stages = len(ranks)
+    print(f"\npipeline of {stages} stages (GPipe), m micro-batches; max difference: from the whole "
+          "model (loss, gradients, weights)")
+    print(f"{'m':>2} {'step ms':>8} {'busy ms per rank':>17} {'waited per rank':>16} "
+          f"{'(p-1)/(m+p-1)':>14} {'at once':>8} {'pm/(m+p-1)':>11} {'max difference':>15}")
+    for records in zip(*(rank.pipeline for rank in ranks), strict=True):
+        m = records[0].micro_batches
+        step = max(r.step_seconds for r in records)
+        at_once = sum(r.busy_seconds for r in records) / step  # stages computing together
+        difference = max(max(r.loss_difference or 0.0, r.gradient_difference,
+                             r.weight_difference) for r in records)
+        print(f"{m:>2} {step * 1e3:8.1f} "
+              f"{' '.join(f'{r.busy_seconds * 1e3:5.1f}' for r in records):>17} "
+              f"{' '.join(f'{1 - r.busy_seconds / r.step_seconds:4.0%}' for r in records):>16} "
+              f"{(stages - 1) / (m + stages - 1):14.0%} {at_once:8.2f} "
+              f"{stages * m / (m + stages - 1):11.2f} {difference:15.1g}")
 
 
 if __name__ == "__main__":

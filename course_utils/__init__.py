@@ -13,9 +13,8 @@ __version__ = "0.1.0"
 _DEVICE_HELPERS = {"explain_device", "get_device", "synchronize"}
 # The modules of the learner's wing, importable as attributes of the package.
 _LAB_MODULES = {"backends", "data", "devices", "distributed", "errors", "matmul", "measure",
-                "memory", "overhead", "pipeline", "plots", "precision", "report", "sharding",
-                "speedrun",
-                "timing", "training"}
+                "memory", "overhead", "pipeline", "pipeline_parallel", "plots", "precision",
+                "report", "sharding", "speedrun", "timing", "training"}
 
 
 def __getattr__(name: str):

@@ -1,4 +1,5 @@
-"""course_utils.lab.sharding on its CPU path: typed records, byte counts, argument errors.
+"""course_utils.lab.sharding and .pipeline_parallel on their CPU path: typed records, byte
+counts, argument errors, the cut of a model into stages, a pipelined step against the whole model.
 
 The launch itself runs in the lesson under nbval (solutions/09_sharding); here only what can
 fail without starting processes, and the NCCL path on a machine with two GPUs (-m gpu).
@@ -14,7 +15,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from course_utils import sharding
+from course_utils import pipeline_parallel, sharding
 
 from .conftest import ROOT
 
@@ -23,13 +24,15 @@ def records() -> sharding.RankResults:
     return sharding.RankResults(
         0, 2, "cpu", [sharding.StrategyRecord("fsdp", 8, 8, 16, 0.01, 0.0)],
         [sharding.CollectiveTiming("all_gather", 1024, 1e-4)],
-        [sharding.ProfiledCommunication("fsdp", {"gloo:all_gather": 9}, 0.1)], {"x": 1})
+        [sharding.ProfiledCommunication("fsdp", {"gloo:all_gather": 9}, 0.1)], {"x": 1},
+        [sharding.PipelineRecord(4, 0.1, 0.08, None, 0.0, 1e-9)])
 
 
 def test_results_travel_as_json_and_come_back_typed():
     back = sharding.RankResults.from_dict(json.loads(json.dumps(asdict(records()))))
     assert back == records()
     assert back.strategy("fsdp").optimizer_bytes == 16
+    assert back.pipeline[0].busy_seconds == 0.08 and back.pipeline[0].loss_difference is None
     with pytest.raises(KeyError, match=r"no strategy 'ddp'.*\['fsdp'\]"):
         back.strategy("ddp")
 
@@ -98,6 +101,49 @@ def test_communication_in_sums_the_backends_collectives():
     assert found.seconds == pytest.approx(3.5e-3)
 
 
+def test_stages_hold_every_layer_once_in_order_and_evenly():
+    for layers, stages in ((5, 2), (17, 8), (3, 3), (4, 1)):
+        bounds = [pipeline_parallel.stage_bounds(layers, s, stages) for s in range(stages)]
+        assert [i for b in bounds for i in b] == list(range(layers))
+        assert max(map(len, bounds)) - min(map(len, bounds)) <= 1
+    for bad, message in (((2, 0, 3), "at most the 2 layers"), ((5, 2, 2), "from 0 to 1"),
+                         ((5, 0, 0), "stages must be a positive")):
+        with pytest.raises(ValueError, match=message):
+            pipeline_parallel.stage_bounds(*bad)
+
+
+def test_stage_layers_chained_are_the_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4),
+                                torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    stages = [pipeline_parallel.stage_layers(model, s, 2) for s in range(2)]
+    features = torch.randn(3, 4)
+    assert torch.equal(stages[1](stages[0](features)), model(features))
+    names = [name for stage in stages for name, _ in stage.named_parameters()]
+    assert names == [name for name, _ in model.named_parameters()]  # each once, same names
+    with pytest.raises(TypeError, match="nn.Sequential"):
+        pipeline_parallel.stage_layers(torch.nn.Linear(2, 2), 0, 1)
+
+
+def test_a_pipelined_step_trains_as_the_whole_model(one_rank_group):
+    """One rank, one stage, the batch in two micro-batches through the real GPipe schedule:
+    the gradients are averaged over the micro-batches, as the whole batch's mean loss gives."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    generator = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(8, 6, generator=generator),
+                torch.randint(0, 3, (8,), generator=generator)) for _ in range(3)]
+    whole = pipeline_parallel.train_whole(model, batches, 0.5)
+    stage = pipeline_parallel.TimedStage(pipeline_parallel.stage_layers(model, 0, 1), 0, 1,
+                                         torch.device("cpu"))
+    record = pipeline_parallel.train_stage(stage, 2, batches, 0.5, whole)
+    assert record.micro_batches == 2 and 0 < record.busy_seconds <= record.step_seconds
+    assert max(record.loss_difference, record.gradient_difference,
+               record.weight_difference) < 1e-6
+    with pytest.raises(ValueError, match="at least 2 batches"):
+        pipeline_parallel.train_stage(stage, 2, batches[:1], 0.5, whole)
+
+
 @pytest.mark.gpu
 def test_the_lesson_script_runs_on_two_gpus_with_nccl(tmp_path):
     if torch.cuda.device_count() < 2:
@@ -116,3 +162,7 @@ def test_the_lesson_script_runs_on_two_gpus_with_nccl(tmp_path):
     assert fsdp.parameter_bytes <= ddp.parameter_bytes / first.world_size * 1.01
     assert fsdp.difference_from_ddp < 1e-5
     assert any(name.startswith("nccl") for p in first.profiled for name in p.calls)
+    for rank in run.ranks:  # a pipeline of one stage per GPU, trained as the whole model
+        assert [r.micro_batches for r in rank.pipeline] == [1, 2, 4, 8]
+        assert all(r.gradient_difference < 1e-5 and r.weight_difference < 1e-5
+                   and 0 < r.busy_seconds < r.step_seconds for r in rank.pipeline)

@@ -58,6 +58,19 @@ class ProfiledCommunication:
 
 
 @dataclass(frozen=True)
+class PipelineRecord:
+    """One rank's stage of a pipeline trained with ``micro_batches`` per batch
+    (lab/pipeline_parallel.py), against the whole model trained alike in one process."""
+
+    micro_batches: int
+    step_seconds: float  # median of the timed steps, barrier to barrier: the pipeline's step
+    busy_seconds: float  # this rank's computing in such a step (median): the rest is waiting
+    loss_difference: float | None  # largest |loss - the whole model's|; None: not the last stage
+    gradient_difference: float  # largest |gradient - the whole model's| after the first step
+    weight_difference: float  # largest |weight - the whole model's| after the last step
+
+
+@dataclass(frozen=True)
 class RankResults:
     """Everything one rank measured; written as JSON by the rank, read back by run_ranks."""
 
@@ -68,6 +81,7 @@ class RankResults:
     collectives: list = field(default_factory=list)  # CollectiveTiming
     profiled: list = field(default_factory=list)  # ProfiledCommunication
     facts: dict = field(default_factory=dict)  # other JSON-able findings, by name
+    pipeline: list = field(default_factory=list)  # PipelineRecord, one per micro-batch count
 
     @classmethod
     def from_dict(cls, data: dict) -> RankResults:
@@ -75,7 +89,8 @@ class RankResults:
                    strategies=[StrategyRecord(**s) for s in data["strategies"]],
                    collectives=[CollectiveTiming(**c) for c in data["collectives"]],
                    profiled=[ProfiledCommunication(**p) for p in data["profiled"]],
-                   facts=data["facts"])
+                   facts=data["facts"],
+                   pipeline=[PipelineRecord(**p) for p in data["pipeline"]])
 
     def strategy(self, name: str) -> StrategyRecord:
         found = [record for record in self.strategies if record.strategy == name]
