@@ -158,8 +158,10 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if (len(n) >= 3 or n in keys) and n not in IGNORED_NAMES))
 
 
+# A statement's own word, for statements whose names alone may not tell them (a bare `raise`
+# has none).
 STATEMENT_WORDS = {ast.Return: "return", ast.For: "loop", ast.While: "loop",
-                   ast.Try: "except"}
+                   ast.Try: "except", ast.Raise: "raise"}
 
 
 def _dict_keys(node: ast.AST, place: Place) -> set[str]:
