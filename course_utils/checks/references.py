@@ -93,11 +93,14 @@ def accuracy(spec: dict, features, labels, batch_size: int) -> dict:
 
     model, X, y = _model_and_data(spec, features, labels)
     with torch.no_grad():
-        hits = model.eval()(X).argmax(dim=1) == y
-    batches = [hits[start:start + batch_size].float().mean().item()
-               for start in range(0, len(hits), batch_size)]
+        logits = model.eval()(X)
+    hits, starts = logits.argmax(dim=1) == y, range(0, len(y), batch_size)
+    batches = [hits[start:start + batch_size].float().mean().item() for start in starts]
+    # argmax() without dim: one index into each batch's flattened logits, compared with its labels
+    flat = sum(int((y[s:s + batch_size] == logits[s:s + batch_size].argmax()).sum())
+               for s in starts)
     return {"correct": int(hits.sum()), "total": len(hits), "accuracy": hits.float().mean().item(),
-            "batch_mean": sum(batches) / len(batches)}
+            "batch_mean": sum(batches) / len(batches), "flat_argmax_correct": flat}
 
 
 def adam_steps(spec: dict, features, labels, lr: float, steps: int) -> dict:

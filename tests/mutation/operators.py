@@ -158,6 +158,8 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
     return tuple(sorted(n for n in names if (len(n) >= 3 or n in keys) and n not in IGNORED_NAMES))
 
 
+# A statement's own word, for statements whose names alone may not tell them. A bare `raise`
+# gets none: "raise" is in nearly every message about an exception, so it would name anything.
 STATEMENT_WORDS = {ast.Return: "return", ast.For: "loop", ast.While: "loop",
                    ast.Try: "except"}
 

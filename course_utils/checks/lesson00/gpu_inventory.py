@@ -65,8 +65,9 @@ def check_gpu_inventory(inputs, observations, hidden):
             listed = [entry.get("index") for entry in entries]
             missing = [index for index in range(len(gpus)) if index not in listed]
             fail(f"{where}, gpu_inventory() returned {len(entries)} entries for {len(gpus)} "
-                 "GPU(s)" + (f": no entry has the index {', '.join(map(str, missing))}."
-                             if missing and len(entries) else "."),
+                 f"GPU(s), the number torch.cuda.device_count() reports there" + (
+                     f": no entry has the index {', '.join(map(str, missing))}, the indices "
+                     f"being 0 to {len(gpus) - 1}." if missing and len(entries) else "."),
                  "loop over range(torch.cuda.device_count()): one dict per GPU, [] with none.")
         for index, (entry, gpu) in enumerate(zip(entries, gpus, strict=True)):
             if set(entry) != set(KEYS):

@@ -8,13 +8,12 @@ from __future__ import annotations
 import random
 
 from ...probe import build_structure, fingerprint, observe_structure, run_learner
-from ...probe.structures import box_spec, leaf_spec, spec_at, tensor_spec
-from ..framework import a, check, expect_no_error, fail
+from ...probe.structures import box_spec, leaf_spec, tensor_spec
+from ..framework import check, expect_no_error, fail
+from .to_device_rules import LEAF_TYPES, REBUILD, STRING_FIX, verify_nodes
 
 DTYPES = ("float32", "int64", "bool", "float16")
 KEYS = ("inputs", "targets", "mask", "ids", "lengths", "pixels", "labels", "extra")
-LEAF_TYPES = {"int": "int", "float": "float", "str": "str", "none": "NoneType", "bool": "bool",
-              "ndarray": "ndarray", "tensor": "Tensor"}
 
 
 VISIBLE = [tensor_spec([2, 3]), box_spec("dict", {
@@ -60,8 +59,20 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 
 def probe(to_device, inputs):
     """Build each structure, call to_device(structure, 'meta'); report every node of the result
-    along the expected structure, and whether the structure passed in was changed."""
+    along the expected structure, whether the structure passed in was changed, and the paths of
+    the containers that came back as the very objects passed in."""
     import torch
+
+    def as_is(result, original, path, out):
+        if isinstance(original, (list, tuple, dict)) and result is original:
+            out.append(path)
+        elif isinstance(original, dict) and isinstance(result, dict):
+            for key in original.keys() & result.keys():
+                as_is(result[key], original[key], [*path, key], out)
+        elif isinstance(original, (list, tuple)) and isinstance(result, (list, tuple)):
+            for index, (got, given) in enumerate(zip(result, original, strict=False)):
+                as_is(got, given, [*path, index], out)
+        return out
 
     results = []
     for spec in inputs["structures"]:
@@ -69,20 +80,11 @@ def probe(to_device, inputs):
         before = fingerprint(original)
         run = run_learner(to_device, original, torch.device(inputs["device"]))
         results.append({"error": run.error, "changed": fingerprint(original) != before,
-                        "nodes": None if run.error else observe_structure(run.value, spec)})
+                        "nodes": None if run.error else observe_structure(run.value, spec),
+                        "as_is": [] if run.error else as_is(run.value, original, [], [])})
     return results
 
 
-def _at(path: list) -> str:
-    """obj['extra'][1][0] for the path ['extra', 1, 0]."""
-    return "obj" + "".join(f"[{step!r}]" for step in path)
-
-
-REBUILD = {"tuple": "`tuple(to_device(item, device) for item in obj)`",
-           "list": "`[to_device(item, device) for item in obj]`",
-           "dict": "`{key: to_device(value, device) for key, value in obj.items()}`"}
-STRING_FIX = ("a string is a sequence too: recurse only into list, tuple and dict, and return "
-              "every other value unchanged.")
 HINTS = {
     "AttributeError": lambda error: (
         "only tensors have `.to()`: test `isinstance(obj, torch.Tensor)` first and return "
@@ -96,62 +98,17 @@ HINTS = {
 }
 
 
-def _verify_container(node: dict, expected: dict, where: str) -> None:
-    kind, got = node["kind"], node["type"]
-    if got != kind:
-        fail(f"At {where}, a {kind} came back as {a(got)}.",
-             f"rebuild a {kind} as a {kind}: {REBUILD[kind]}.")
-    if not node.get("same_keys", True) or (kind != "dict"
-                                           and node.get("length", 0) != len(expected["items"])):
-        fail(f"At {where}, the {kind} came back with other items or keys.",
-             f"keep every item and key: {REBUILD[kind]}.")
-
-
-def _verifytensor_spec(node: dict, expected: dict, where: str, target: str) -> None:
-    if node["dtype"] != expected["dtype"]:
-        fail(f"At {where}, {a(expected['dtype'])} tensor became {node['dtype']}.",
-             "pass only the device: `obj.to(device)`; a dtype would convert every tensor.")
-    if node["device"] == target:
-        return
-    if node["parent"] is None:
-        fail(f"A tensor passed on its own came back on {node['device']!r}, not on "
-             f"{target!r}, the device passed in.",
-             "return `obj.to(device)` with the `device` argument you were given; "
-             "`.to()` returns a new tensor and leaves `obj` as it was.")
-    parent = node["parent"]
-    fail(f"At {where}, a tensor inside a {parent} is on {node['device']!r}, "
-         f"not on {target!r}.", f"recurse into {parent}s: {REBUILD[parent]}.")
-
-
-def _verify_nodes(spec: dict, nodes: list, target: str) -> None:
-    """Containers keep their type and size, leaves their type and value, tensors move."""
-    for node in nodes:
-        kind, got, where = node["kind"], node["type"], _at(node["path"])
-        expected = spec_at(spec, node["path"])
-        if got == "NoneType" and kind != "none":
-            fail(f"At {where}, {a(LEAF_TYPES.get(kind, kind))} came back as None.",
-                 "every branch must `return` its result: `obj.to(device)` for a tensor, the new "
-                 "container for a container, `obj` itself otherwise.")
-        if kind in REBUILD:
-            _verify_container(node, expected, where)
-        elif got != LEAF_TYPES[kind]:
-            fail(f"At {where}, {a(LEAF_TYPES[kind])} came back as {a(got)}.",
-                 STRING_FIX if kind == "str" else "return `obj.to(device)` for a tensor and "
-                 "leave values that are not tensors untouched.")
-        elif kind == "tensor":
-            _verifytensor_spec(node, expected, where, target)
-        elif "value" in node and node["value"] != expected.get("value"):
-            fail(f"At {where}, {a(got)} value was changed.",
-                 STRING_FIX if kind == "str" else "return values that are not tensors unchanged.")
-
-
 @check(success="to_device() moves every tensor in nested tuples, lists and dicts to the device "
                "it is given ('meta' here) and keeps everything else as it was.",
        make_inputs=make_inputs, probe=probe)
 def check_to_device(inputs, observations, hidden):
+    alone = next((repr(spec["value"]) for spec, result in zip(
+        inputs["structures"], observations, strict=True) if spec["kind"] in LEAF_TYPES and
+        spec["kind"] not in ("none", "tensor", "ndarray") and result["nodes"] and
+        result["nodes"][0]["type"] == "NoneType"), "")
     for spec, result in zip(inputs["structures"], observations, strict=True):
         expect_no_error(result["error"], "to_device()", hints=HINTS)
         if result["changed"]:
             fail("to_device() changed the structure it was given instead of returning a new one.",
                  "build new lists, tuples and dicts and return them; never assign into `obj`.")
-        _verify_nodes(spec, result["nodes"], inputs["device"])
+        verify_nodes(spec, result["nodes"], inputs["device"], result["as_is"], alone)

@@ -65,14 +65,17 @@ def check_train_and_log(inputs, observations, hidden):
     if observations["stopped"] or observations["steps"] != n_steps:
         how_often = (f"more than {n_steps} times" if observations["stopped"]
                      else f"{observations['steps']} time(s)")
-        fail(f"train_and_log(step, {n_steps}, {every}) called step() {how_often}.",
+        fail(f"train_and_log(step, n_steps={n_steps}, log_every={every}) called step() "
+             f"{how_often}, not n_steps = {n_steps} times.",
              "call `step()` exactly `n_steps` times: `for i in range(n_steps):`.")
     returned = observations["returned"]
     expect_type(returned, "list", "What train_and_log() returned",
                 "return a list with one float per block of `log_every` steps.")
     items = returned["items"]
     if any(item["type"] == "Tensor" for item in items):
-        fail("train_and_log() returned tensors, not Python floats.",
+        unread = "" if observations["syncs"] else (
+            ": it read no value to the CPU (no `.item()`, no `float()`)")
+        fail(f"train_and_log() returned tensors, not Python floats{unread}.",
              "turn each block's mean into a float with `.item()`: one call per block.")
     if observations["values"] is None:
         kinds = sorted({item["type"] for item in items})
@@ -81,8 +84,9 @@ def check_train_and_log(inputs, observations, hidden):
     values = observations["values"]
     if len(values) != blocks:
         every_step = " (one per step)" if len(values) == n_steps else ""
-        fail(f"train_and_log() logged {len(values)} value(s){every_step} for {n_steps} steps "
-             f"in blocks of {every}: it should log {blocks}.",
+        fail(f"train_and_log() logged {len(values)} value(s){every_step} for n_steps="
+             f"{n_steps} steps in blocks of log_every={every}: it should log {blocks}, one "
+             f"each time a block of {every} steps ends.",
              "log once every `log_every` steps: `if (i + 1) % log_every == 0:`.")
     syncs = observations["syncs"]
     if len(syncs) > blocks:

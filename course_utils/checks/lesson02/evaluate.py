@@ -12,11 +12,12 @@ from ...probe import (  # noqa: F401 (names the probe uses)
     TrackedBatches,
     build_mlp,
     describe,
+    host_read_counter,
     meta_stand_in,
     run_learner,
 )
 from .. import references
-from ..framework import check, expect_close, expect_no_error, fail
+from ..framework import check, expect_close, expect_no_error, fail, is_stub
 from . import StandInStop, expect_batches_moved, expect_one_device
 
 
@@ -32,6 +33,7 @@ class OnCpu(TypedDict):
     returned: dict[str, Any]  # probe.describe() of the returned value
     value: float | None  # the returned number, when it is one
     modes: list[list[bool]]  # per forward pass: [training, grad enabled]
+    reads: list[str]  # the op of each read of a tensor's value (probe/syncs.py's table)
 
 
 class Observations(TypedDict):
@@ -70,13 +72,15 @@ def probe(evaluate, inputs):
             "stopped": stand_in.stopped}
 
     model = build_mlp(inputs["model"], dropout=0.5).train()
-    forwards = ForwardRecorder(model)
-    run = run_learner(evaluate, model, loader, torch.device("cpu"))
+    forwards, reads = ForwardRecorder(model), []
+    with host_read_counter(reads, label=None):
+        run = run_learner(evaluate, model, loader, torch.device("cpu"))
     value = run.value
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     return {"meta": meta, "cpu": {
         "error": run.error, "returned": describe(value), "value": value if number else None,
-        "modes": [[r["training"], r["grad_enabled"]] for r in forwards.records]}}
+        "modes": [[r["training"], r["grad_enabled"]] for r in forwards.records],
+        "reads": reads}}
 
 
 @check(success="evaluate() counts correct predictions over the whole loader, in eval mode and "
@@ -84,13 +88,18 @@ def probe(evaluate, inputs):
        make_inputs=make_inputs, probe=probe, observes=Observations)
 def check_evaluate_accuracy(inputs, observations, hidden):
     meta, cpu = observations["meta"], observations["cpu"]
-    expect_no_error(cpu["error"], "evaluate()")
+    ran_none = cpu["error"] and not is_stub(cpu["error"]) and not cpu["modes"]
+    expect_no_error(cpu["error"], "evaluate()", where="After running the model on no batch of "
+                    "the loader (0 forward passes)" if ran_none else "")
     expect_no_error(meta["error"], "evaluate()",
                     where="With the model on PyTorch's data-less 'meta' device (a stand-in for a "
                           "GPU)", hints={"Exception": "the function must work on any device: "
                                          "use the `device` argument in `.to(device)` calls."})
     if cpu["returned"]["type"] == "Tensor":
-        fail("evaluate() returned a tensor, not a Python float.",
+        fail("evaluate() returned a tensor, not a Python float" + (
+             ": it read no count into Python (no `.item()`, no `int()`)" * (not set(cpu[
+                 "reads"]) & {"item", "__int__", "__float__", "tolist"}))
+             + ".",
              "count correct predictions with `.sum().item()` (a Python int) and return "
              "`correct / total`.")
     if cpu["value"] is None:
@@ -128,8 +137,11 @@ def check_evaluate_accuracy(inputs, observations, hidden):
     n, counts = len(inputs["y"]), _as_counts(value, len(inputs["y"]))
     if counts and not math.isclose(value, truth["accuracy"], rel_tol=1e-6):
         right = "" if hidden else f", while {truth['correct']} of the {n} examples are right"
+        flat = ", as many as comparing the labels with argmax() over each whole batch finds (no " \
+            "dim=1: one index for all its logits)" if counts == (truth["flat_argmax_correct"], n) \
+            else ""
         fail(f"The returned accuracy, {value:.4g}, is {counts[0]} / {counts[1]}: {counts[0]} "
-             f"counted correct of {counts[1]} in total{right}.",
+             f"counted correct of {counts[1]} in total{right}{flat}.",
              "start `correct` and `total` at 0, add `(predictions == labels).sum().item()` and "
              "`labels.shape[0]` for every batch, and return `correct / total`.")
     expect_close(value, truth["accuracy"], "The returned accuracy",

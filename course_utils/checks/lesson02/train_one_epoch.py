@@ -1,11 +1,11 @@
 """train_one_epoch(model, loader, loss_fn, optimizer, device): one correct epoch on the device."""
 from __future__ import annotations
 
-import math
 import random
 
 from ...probe import (
     ForwardRecorder,
+    Spy,
     StopProbe,
     TrackedBatches,
     build_mlp,
@@ -14,8 +14,9 @@ from ...probe import (
     run_learner,
 )
 from .. import references
-from ..framework import check, expect_close, expect_no_error, fail
+from ..framework import check, expect_no_error, fail
 from . import expect_batches_moved
+from .train_one_epoch_rules import verify_mean_loss, verify_returned_float
 
 
 def make_inputs(seed: int, hidden: bool) -> dict:
@@ -65,29 +66,20 @@ def probe(train_one_epoch, inputs):
         markers.append(weakref.ref(marker))
         return F.cross_entropy(outputs, targets) + 0.0 * marker
 
-    run = run_learner(train_one_epoch, model, loader, cpu_loss,
-                      torch.optim.SGD(model.parameters(), lr=inputs["lr"]), torch.device("cpu"))
+    optimizer = torch.optim.SGD(model.parameters(), lr=inputs["lr"])
+    # Each optimizer.step(): whether it found no gradient to apply (None or zeros).
+    with Spy(optimizer, "step", record=lambda *args, **kwargs: first.grad is None or not bool(
+            first.grad.abs().sum() > 0)) as steps:
+        run = run_learner(train_one_epoch, model, loader, cpu_loss, optimizer,
+                          torch.device("cpu"))
     value = run.value
     return {"meta": meta, "cpu": {
         "error": run.error, "returned": describe(value), "losses": len(markers),
         "value": float(value) if isinstance(value, float) else None,
         "modes": [[r["training"], r["grad_enabled"]] for r in forwards.records],
         "stale": sum(stale), "backwards": len(stale), "graphs_kept": kept[0],
+        "steps_without_gradient": steps.calls,
         "parameters": parameter_values(model)}}
-
-
-def _verify_returned_float(cpu) -> None:
-    if cpu["returned"]["type"] == "Tensor":
-        if cpu["returned"]["has_grad_fn"]:
-            fail("train_one_epoch() returned a tensor that still carries an autograd graph: the "
-                 "losses were added up as tensors (`total += loss`), which keeps every batch's "
-                 "graph nodes alive in host memory and makes the result a tensor.",
-                 "add `loss.item()` (a Python float) to your running total instead of `loss`.")
-        fail("train_one_epoch() returned a tensor, not a Python float.",
-             "add up `loss.item()` values (or call `.item()` on the total) and return a float.")
-    if cpu["value"] is None:
-        fail(f"train_one_epoch() returned {cpu['returned']['type']!r}, not a Python float.",
-             "return the mean loss: the sum of `loss.item()` divided by the number of batches.")
 
 
 @check(success="train_one_epoch() moves each batch to the device it is given ('meta' here), "
@@ -103,7 +95,7 @@ def check_train_one_epoch(inputs, observations, hidden):
                     where="With the model on PyTorch's data-less 'meta' device (a stand-in for a "
                           "GPU)", hints={"Exception": "the function must work on any device: "
                                          "use the `device` argument in `.to(device)` calls."})
-    _verify_returned_float(cpu)
+    verify_returned_float(cpu)
     expect_batches_moved(meta, "train_one_epoch()")
     if meta["targets"] not in (None, "meta"):
         fail(f"The labels reached the loss on {meta['targets']!r} while the outputs are on the "
@@ -137,21 +129,17 @@ def check_train_one_epoch(inputs, observations, hidden):
     start = [inputs["model"][name] for name in ("w1", "b1", "w2", "b2")]
     initial = references.largest_difference(cpu["parameters"], start)
     if initial < 1e-6:  # float32 copies of the same numbers
-        fail("The model's weights did not change during the epoch.",
+        steps = cpu["steps_without_gradient"]
+        fail("The model's weights did not change during the epoch" + (
+             ": no backward pass reached its parameters." if not cpu["backwards"] else
+             ": optimizer.step() was never called." if not steps else
+             f": each of the {len(steps)} optimizer.step() calls found no gradient to apply "
+             "(None or zeros), as when the step runs before backward() or after zero_grad()."
+             if all(steps) else "."),
              "after `loss.backward()` call `optimizer.step()`; call `zero_grad()` before "
              "backward, never between backward and step.")
     if references.largest_difference(cpu["parameters"], reference["parameters"]) > 1e-5:
         fail("The weights after the epoch differ from one optimizer step per batch.",
              "in each iteration: zero_grad, forward, loss, `loss.backward()`, then one "
              "`optimizer.step()`.")
-    losses, value = reference["losses"], cpu["value"]
-    mean = sum(losses) / len(losses)
-    if math.isclose(value, losses[-1], rel_tol=1e-5) and not math.isclose(value, mean,
-                                                                          rel_tol=1e-5):
-        fail("train_one_epoch() returned the loss of the last batch only.",
-             "add up `loss.item()` over all batches and divide by the number of batches.")
-    if math.isclose(value, sum(losses), rel_tol=1e-5):
-        fail("train_one_epoch() returned the sum of the batch losses, not their mean.",
-             "divide the total by the number of batches, `len(loader)`.")
-    expect_close(value, mean, "The returned mean loss", "return the sum of `loss.item()` over "
-                 "the batches divided by the number of batches.", rel=1e-5, reveal=not hidden)
+    verify_mean_loss(reference["losses"], cpu["value"], hidden)

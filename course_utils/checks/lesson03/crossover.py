@@ -78,12 +78,16 @@ def _success(inputs: dict) -> str:
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_crossover(inputs, observations, hidden):
     expect_not_a_stub([result["error"] for result in observations], "crossover()")
+    nones = sum(result["returned"]["type"] == "NoneType" and result["error"] is None
+                for result in observations)
+    every = f" for all {nones} sweeps" if nones == len(observations) else ""
     for sweep, result in zip(inputs["cases"], observations, strict=True):
         with case(sweep["what"]):
-            _verify(sweep, result)
+            _verify(sweep, result, hidden, every)
 
 
-def _verify(sweep: dict, result: dict) -> None:
+def _verify(sweep: dict, result: dict, hidden: bool, every: str = "") -> None:
+    """``every``: " for all N sweeps" when crossover() returned None for each of them."""
     sizes, cpu, acc = sweep["sizes"], sweep["cpu"], sweep["acc"]
     expected = expected_crossover(sizes, cpu, acc)
     expect_no_error(result["error"], "crossover()", hints=None if expected is not None else {
@@ -95,7 +99,9 @@ def _verify(sweep: dict, result: dict) -> None:
     if value == expected:
         return
     if value is None:
-        fail("crossover() returned None, but the accelerator stays faster from some size on.",
+        fail(f"crossover() returned None{every}, but acc_times < cpu_times from "
+             f"{'one of the sizes' if hidden else expected} up to the largest size: the answer "
+             "is that size, not None.",
              "find the smallest size i such that acc_times[j] < cpu_times[j] for every j >= i.")
     if value not in sizes:
         fail(f"crossover() returned {value}, which is not one of the sizes" +
@@ -111,9 +117,11 @@ def _verify(sweep: dict, result: dict) -> None:
              "the accelerator is faster where acc_times[i] < cpu_times[i].")
     later = next((size for size, c, a in zip(sizes[at:], cpu[at:], acc[at:], strict=True)
                   if not a < c), None)
+    first = next(size for size, c, a in zip(sizes, cpu, acc, strict=True) if a < c)
     if later is not None:
-        fail(f"crossover() returned {value}, but the accelerator is slower again at {later}: a "
-             "faster point followed by slower ones is noise, not a crossover.",
+        fail(f"crossover() returned {value}, " + "the first size where acc_times < cpu_times, " * (
+             value == first) + f"but the accelerator is slower again at {later} (acc_times >= "
+             "cpu_times there): a faster point followed by slower ones is noise, not the answer.",
              "return the smallest size from which the accelerator is faster at every larger "
              "size too (None if it is slower at the largest).")
     fail(f"crossover() returned {value}, but the accelerator is already faster at "

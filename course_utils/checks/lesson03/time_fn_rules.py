@@ -4,7 +4,7 @@ from __future__ import annotations
 import statistics
 from itertools import pairwise
 
-from ..framework import expect_close, expect_no_error, fail
+from ..framework import expect_close, expect_no_error, fail, is_stub
 
 SYNC = ("course_utils.synchronize(device), which waits for the work queued on any accelerator "
         "and does nothing on the CPU (torch.accelerator.synchronize(device) waits too, but "
@@ -32,13 +32,16 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
         fail("time_fn() asked an event's elapsed_time() before the device had reached the end "
              "event, which raises on a GPU.", "after end.record(), wait with end.synchronize() "
              "(or course_utils.synchronize(device)), then call start.elapsed_time(end).")
+    works = [i for i, event in enumerate(log) if event["event"] == "work"]
+    if error and not is_stub(error) and len(works) != warmup + repeats:  # what ran before it
+        where += (f", after {len(works)} call(s) of fn() where warmup={warmup} and "
+                  f"repeats={repeats} make {warmup + repeats}")
     expect_no_error(error, "time_fn()", where=where)
     if result["seconds"] is None:
         kind = result["returned"]["type"]
         fail(f"time_fn() returned {kind}, not a number of seconds.",
              "return the median as a float: statistics.median(times)" +
              (" (.item() turns a one-element tensor into a float)." if kind == "Tensor" else "."))
-    works = [i for i, event in enumerate(log) if event["event"] == "work"]
     reads = [i for i, event in enumerate(log) if event["event"] == "clock"]
     if not reads:
         fail("time_fn() never read a clock that the check follows (time.perf_counter, "
@@ -52,8 +55,10 @@ def verify(run: dict, result: dict, hidden: bool) -> None:
              "and loading kernels; anywhere, allocating memory), so they would be timed too.",
              "call fn() `warmup` times before the timing loop, and do not time those calls.")
     if len(works) != warmup + repeats:
-        fail(f"time_fn() called fn() {len(works)} times; with warmup={warmup} and "
-             f"repeats={repeats} that is {warmup + repeats} calls.", steps)
+        untimed = sum(index < reads[0] for index in works)
+        fail(f"time_fn() called fn() {len(works)} times, {untimed} before the clock started and "
+             f"{len(works) - untimed} after; with warmup={warmup} and repeats={repeats} that is "
+             f"{warmup + repeats} calls, {warmup} untimed and {repeats} timed.", steps)
     if len(reads) < repeats + 1:
         together = any(sum(a < work < b for work in works) > 1 for a, b in pairwise(reads))
         fail(f"time_fn() read the clock {len(reads)} times for {repeats} timed calls: " + (

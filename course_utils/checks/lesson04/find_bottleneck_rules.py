@@ -80,6 +80,13 @@ def verify(case: dict, seen: dict, hidden: bool) -> None:
         fail("find_bottleneck() returned the model's time where the loader's belongs, "
              "and the other way round.",
              "return (culprit, loader_seconds, model_seconds), in this order.")
+    counted = [truth[stage] * loads / value for stage, value in (("loader", loader_s), (
+        "model", model_s)) if value]  # what each total was divided by (1: totals, told below)
+    if len(counted) == 2 and abs(counted[0] - counted[1]) < 1e-3 * abs(counted[0]) and abs(
+            counted[0] - round(counted[0])) < 1e-3 and round(counted[0]) not in (1, loads):
+        fail(f"find_bottleneck() divided both stage totals by {round(counted[0])}, but the "
+             f"loader gave {loads} batches.",
+             "count one per batch taken from the loader, and divide each total by that count.")
     if case["device"] != "cpu" and model_s < 0.5 * truth["model"]:
         busy = "longer" if hidden else f"{case['model_ms']} ms"
         fail(f"find_bottleneck() measured almost no time per step, yet the device was "

@@ -92,7 +92,9 @@ def check_largest_batch_size(inputs, observations, hidden):
             sizes, halvings = _sizes(result, where), _halvings(scenario["start"])
             fitting = next(s for s in halvings if s <= scenario["limit"])
             if sizes != halvings[:halvings.index(fitting) + 1]:
-                fail(f"{where}, largest_batch_size() tried {sizes}.",
+                fail(f"{where}, largest_batch_size() tried {sizes}" + (
+                     f": it never called step() and returned {result['returned'].get('value')!r}"
+                     if not sizes else "") + ".",
                      "try `start` first, then half of it after each out-of-memory error "
                      "(`batch_size // 2`), and return as soon as a step runs.")
             returned = result["returned"]
@@ -120,8 +122,13 @@ def check_largest_batch_size(inputs, observations, hidden):
             fail(f"{where}, largest_batch_size() returned {result['returned'].get('value')!r}.",
                  "when step(1) fails too there is no batch size to return: raise an error "
                  "(re-raising the out-of-memory error is simplest).")
-        if sizes != _halvings(inputs["nothing"]["start"]):
-            fail(f"{where}, largest_batch_size() tried {sizes} before raising.",
+        halvings = _halvings(inputs["nothing"]["start"])
+        if sizes != halvings:
+            fail(f"{where}, largest_batch_size() tried {sizes} before raising" + (
+                 f": step(1) ran out of memory too, and it did not raise then but went on to "
+                 f"step({sizes[len(halvings)]})" if sizes[:len(halvings)] == halvings else
+                 f": it gave up before trying {halvings[len(sizes)]}" if sizes == halvings[
+                     :len(sizes)] else "") + ".",
                  "halve after each failure down to 1, then raise.")
     with case("lets an error that is not out-of-memory through", 1):
         result, bug = observations["bug"], inputs["bug"]["bug_at"]

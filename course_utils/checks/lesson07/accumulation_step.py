@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import Spy, build_mlp, parameter_values, run_learner
+from ...probe import Spy, build_mlp, parameter_values, patched, run_learner
 from ..framework import check, expect_no_error, fail
 from .accumulation_step_rules import expect_the_weights
 
@@ -27,6 +27,7 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 
 def probe(accumulation_step, inputs):
     """Call accumulation_step() twice on a one-process DDP model; log losses, syncs and steps."""
+    import contextlib
     import gc
 
     import torch
@@ -47,12 +48,25 @@ def probe(accumulation_step, inputs):
             log.append("loss")
             return torch.nn.functional.cross_entropy(outputs, labels)
 
+        @contextlib.contextmanager
+        def logged_no_sync(*args, **kwargs):  # where the learner's no_sync() blocks begin and end
+            with original_no_sync(*args, **kwargs):
+                log.append("no_sync")
+                try:
+                    yield
+                finally:
+                    log.append("no_sync ended")
+
+        original_no_sync = ddp_model.no_sync
         ddp_model.register_comm_hook(None, logged_allreduce)
+        # Through ddp_model or its module: the learner's micro-batches reach the model.
+        model.register_forward_pre_hook(lambda module, args: log.append("forward"))
         optimizer = torch.optim.SGD(ddp_model.parameters(), lr=inputs["lr"])
         for batches in inputs["calls"]:
             micro_batches = [(torch.tensor(x), torch.tensor(y)) for x, y in batches]
             log.clear()
-            with Spy(optimizer, "step", "step", log), Spy(optimizer, "zero_grad", "zero", log):
+            with Spy(optimizer, "step", "step", log), Spy(optimizer, "zero_grad", "zero", log), \
+                    patched([(ddp_model, "no_sync", logged_no_sync)]):
                 run = run_learner(accumulation_step, ddp_model, micro_batches, loss_fn, optimizer)
             calls.append({"error": run.error, "log": list(log),
                           "parameters": parameter_values(model)})
@@ -85,15 +99,14 @@ def check_accumulation_step(inputs, observations, hidden):
         expect_no_error(call["error"], "accumulation_step()", where=where)
         log = call["log"]
         if log.count("loss") != k:
-            fail(f"{where}, the loss was computed {log.count('loss')} time(s).",
+            fail(f"{where}, the model (ddp_model) ran {log.count('forward')} forward pass(es) "
+                 f"and the loss was computed {log.count('loss')} time(s).",
                  "compute the loss and call backward() once per micro-batch.")
         synced = sorted({log[:at].count("loss") for at, event in enumerate(log)
                          if event == "all-reduce"})
         if not synced:
-            fail(f"{where}, DDP never all-reduced: every backward ran inside no_sync() (or on "
-                 "ddp_model.module), so the ranks' gradients would never be averaged.",
-                 "run the last micro-batch's forward and backward outside no_sync(), "
-                 "through ddp_model itself.")
+            fail(_never_reduced(where, log, k), "run the last micro-batch's forward and "
+                 "backward outside no_sync(), through ddp_model itself.")
         if k not in synced:
             fail(f"{where}, DDP all-reduced after micro-batch(es) {synced} but not after the "
                  "last: the gradients added after that all-reduce are never averaged across "
@@ -110,3 +123,21 @@ def check_accumulation_step(inputs, observations, hidden):
     if len(observations) != len(inputs["calls"]):  # every call ran, or one failed above
         raise ValueError("incomplete observations")
     expect_the_weights(inputs, observations)
+
+
+def _never_reduced(where: str, log: list, k: int) -> str:
+    """Why DDP never all-reduced, from the micro-batches whose loss was computed inside a
+    no_sync() block."""
+    inside, depth, losses = [], 0, 0
+    for event in log:
+        depth += {"no_sync": 1, "no_sync ended": -1}.get(event, 0)
+        if event == "loss":
+            losses += 1
+            inside += [losses] if depth > 0 else []
+    if inside == list(range(1, k + 1)):
+        return (f"{where}, every micro-batch ran inside no_sync(), the last one (index "
+                f"{k - 1}, equal to len(micro_batches) - 1) included: DDP never all-reduced, "
+                "so the ranks' gradients would never be averaged.")
+    return (f"{where}, DDP never all-reduced: micro-batch(es) {inside or 'none'} ran inside "
+            "no_sync(), and the other backward passes ran on ddp_model.module or did not run, "
+            "so the ranks' gradients would never be averaged.")

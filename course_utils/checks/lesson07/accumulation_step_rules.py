@@ -57,12 +57,15 @@ MISTAKES: list[tuple[dict[str, Any], str, str]] = [
 def expect_the_weights(inputs: dict, observations: list) -> None:
     """Each call's weights against the reference step, and, if they differ, each mistake's."""
     expected = reference_weights(inputs)
-    for index, parameters in enumerate(call["parameters"] for call in observations):
+    for index, call in enumerate(observations):
+        parameters = call["parameters"]
         if _close(parameters, expected[index]):
             continue
         for bug, cause, fix in MISTAKES:
             if _close(parameters, reference_weights(inputs, **bug)[index]):
-                fail(f"After call {index + 1}, {cause}.", fix)
+                seen = ": accumulation_step() did not call optimizer.zero_grad()" if bug.get(
+                    "keep_grads") and "zero" not in call["log"] else ""
+                fail(f"After call {index + 1}, {cause}{seen}.", fix)
         fail(f"After call {index + 1}, the weights differ from one SGD step on the mean loss of "
              "all its micro-batches.", "average: divide each micro-batch's loss by "
              "len(micro_batches), backward each, then one optimizer.step().")

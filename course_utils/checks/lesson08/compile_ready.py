@@ -103,14 +103,16 @@ def check_compile_ready(inputs, observations, hidden):
 def _verify_score(inputs: dict, seen: dict) -> None:
     import torch  # here: the grader imports checks without torch
     expect_no_error(seen["score_error"], "score(x, weight)")
-    for batch, got, (expected, scores, largest) in zip(inputs["batches"], seen["values"],
-                                                      rules.expected_scores(inputs), strict=False):
+    batches = list(zip(inputs["batches"], seen["values"], rules.expected_scores(inputs),
+                       strict=False))
+    for batch, got, (expected, _, _) in batches:
         if got is None or list(torch.tensor(got).shape) != list(expected.shape):
             fail(f"score() on a batch of {len(batch)} did not return a tensor of shape "
                  f"{list(expected.shape)}.", "return the softmax of the scores over dim=-1.")
-        values = torch.tensor(got, dtype=torch.float64)
+    every = [(torch.tensor(got, dtype=torch.float64), scores) for _, got, (_, scores, _) in batches]
+    for (values, _), (_, _, (expected, scores, largest)) in zip(every, batches, strict=True):
         if not torch.allclose(values, expected, atol=1e-4):
-            fail(rules.what_differs(values, scores, largest),
+            fail(rules.what_differs(values, scores, largest, every),
                  "scale by 10 / largest only when largest > 10, then softmax over dim=-1.")
     if seen["breaks"] is None:
         fail("torch._dynamo.explain could not run score().", NO_BREAK)

@@ -56,8 +56,16 @@ def probe(train_without_syncs, inputs):
             log.append("loop ended")
 
     optimizer = torch.optim.SGD(model.parameters(), lr=drawn["lr"])
+    first = next(model.parameters())
+
+    def held() -> bool:  # a gradient, not cleared, on the first parameter
+        with torch._C.DisableTorchFunction():  # the probe's own look: no read of the learner's
+            return first.grad is not None and bool(first.grad.abs().sum() > 0)
+    first.register_hook(lambda grad: log.append("backward onto a gradient" if held() else
+                                                "backward"))
     # Each read of a device value, judged by its meaning (probe/syncs.py's table), as on a GPU.
-    with Spy(optimizer, "step", "step", log), host_read_counter(log, "read"), kept, \
+    with Spy(optimizer, "step", "step", log, record=lambda *a, **k: held()) as steps, \
+            host_read_counter(log, "read"), kept, \
             warnings.catch_warnings():
         warnings.simplefilter("ignore")  # float(loss) warns about requires_grad: a read
         run = run_learner(train_without_syncs, model, Batches(), loss_fn, optimizer)
@@ -65,6 +73,7 @@ def probe(train_without_syncs, inputs):
     return {"error": run.error, "log": log, "type": type_name(value),
             "value": float(value) if isinstance(value, (int, float)) else None,
             "losses": [loss.detach().item() for loss in losses],
+            "steps_with_gradient": sum(steps.calls),
             "params": parameter_values(model)}
 
 
@@ -115,7 +124,15 @@ def check_train_without_syncs(inputs, observations, hidden):
     after = [x for p in seen["params"] for x in _flat(p)]
     expected = [x for p in reference["params"] for x in _flat(p)]
     if math.dist(after, expected) > 1e-4 * (1 + math.hypot(*expected)):
-        fail("The weights after train_without_syncs differ from those of the original loop.",
+        backwards = [event for event in log if event.startswith("backward")]
+        onto = backwards.count("backward onto a gradient")
+        fail("The weights after train_without_syncs differ from those of the original loop" + (
+             ": no backward pass reached the model's parameters." if not backwards else
+             f": in {onto} of {len(backwards)} backward passes the parameters still held the "
+             "previous batch's gradient, not cleared by optimizer.zero_grad() or otherwise, so "
+             "the gradients added up across steps." if onto else
+             ": no optimizer.step() found a gradient to apply." if steps and not seen[
+                 "steps_with_gradient"] else "."),
              "call optimizer.zero_grad() before each backward (gradients add up otherwise); "
              + STEP)
     recorded = seen["losses"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 
 from ...probe import describe, run_learner
-from ..framework import case, check, expect_no_error, fail
+from ..framework import case, check, expect_no_error, fail, is_stub
 from .reading import number_in, shown
 
 OPERATIONS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -75,15 +75,24 @@ def _success(inputs: dict) -> str:
             f"for {size / 2**20:.3g} MiB of parameters in {units} units, from the fitted models.")
 
 
+def _where(strategy: str, size: int, units: int) -> str:
+    """The case, with the collectives its step is made of."""
+    step = " and ".join(f"{calls} {op} per unit" for op, calls, _ in PLAN[strategy])
+    return f"For {strategy} ({size:,} bytes of parameters, {units} units; its step: {step})"
+
+
 @check(success=_success, make_inputs=make_inputs, probe=probe)
 def check_predict_communication(inputs, observations, hidden):
-    expect_no_error(observations["cases"][0]["error"], "predict_communication()")
+    first = observations["cases"][0]["error"]
+    expect_no_error(first, "predict_communication()", where="" if first is None or is_stub(
+        first) else _where(*inputs["cases"][0]))
     models = inputs["models"]
     for (strategy, size, units), result in zip(inputs["cases"], observations["cases"],
                                                strict=True):
         where = f"For {strategy} ({size:,} bytes of parameters, {units} units)"
         with case(f"{strategy}: one step's communication", 1):
-            expect_no_error(result["error"], "predict_communication()", where=where)
+            expect_no_error(result["error"], "predict_communication()",
+                            where=_where(strategy, size, units))
             value, target = number_in(result["returned"]), expected(strategy, size, units,
                                                                     models)
             if value is None or abs(value - target) > 1e-6 * target:

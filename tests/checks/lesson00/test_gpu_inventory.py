@@ -133,7 +133,8 @@ def test_gpu_inventory_crashing_without_a_gpu(answer):
 
 def test_gpu_inventory_wrong_count():
     message = failure(checks.check_gpu_inventory, gpu_inventory_first_only)
-    assert "returned 1 entries for 2 GPU(s)" in message
+    assert ("returned 1 entries for 2 GPU(s), the number torch.cuda.device_count() reports "
+            "there: no entry has the index 1, the indices being 0 to 1.") in message
     assert "range(torch.cuda.device_count())" in message
 
 

@@ -200,6 +200,27 @@ def test_to_device_messages_name_where():
     assert "an int came back as a Tensor" in message
 
 
+def test_to_device_messages_say_what_came_back_as_it_was_or_as_none():
+    """A container returned as the very object passed in, a leaf returned as None on its own:
+    what the probe saw, in the first sentence."""
+    message = failure(checks.check_to_device, to_device_no_dicts)
+    assert ("not on 'meta', the device passed in: to_device() returned the dict obj itself, the "
+            "very object it was given, so nothing inside it moved.") in message
+
+    def to_device_without_last_return(obj, device):
+        if isinstance(obj, torch.Tensor):
+            return obj.to(device)
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(to_device_without_last_return(item, device) for item in obj)
+        if isinstance(obj, dict):
+            return {k: to_device_without_last_return(v, device) for k, v in obj.items()}
+        return None
+
+    message = failure(checks.check_to_device, to_device_without_last_return)
+    assert ("At obj['extra'][1][1], an int came back as None, and to_device(5, device) on its "
+            "own returned None.") in message
+
+
 def test_to_device_empty_containers_fail_only_the_hidden_part():
     checks.check_to_device(to_device_drops_empty)
     for seed in HIDDEN_SEEDS:

@@ -141,9 +141,11 @@ def test_train_and_log_right_answers(answer, capsys):
     (train_and_log_never_resets, ("Block 1's logged value, 3.307, is the sum of the losses of "
                                   "steps 1 to 8 divided by 4, not the mean of steps 5 to 8: the "
                                   "running total was not reset after the previous block.")),
-    (train_and_log_tensors, "returned tensors, not Python floats"),
-    (train_and_log_every_step_logged, "logged 12 value(s) (one per step) for 12 steps"),
-    (train_and_log_one_step_short, "called step() 11 time(s)"),
+    (train_and_log_tensors, ("returned tensors, not Python floats: it read no value to the CPU "
+                             "(no `.item()`")),
+    (train_and_log_every_step_logged, ("logged 12 value(s) (one per step) for n_steps=12 steps "
+                                      "in blocks of log_every=4: it should log 3")),
+    (train_and_log_one_step_short, "called step() 11 time(s), not n_steps = 12 times"),
     (train_and_log_stub, "is not implemented yet"),
 ])
 def test_train_and_log_mistakes(answer, expected):

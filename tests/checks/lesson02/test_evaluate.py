@@ -25,6 +25,34 @@ def evaluate_not_implemented(model, loader, device):
     raise NotImplementedError()
 
 
+def evaluate_argmax_without_dim(model, loader, device):
+    model.to(device).eval()
+    correct, total = 0, 0
+    with torch.inference_mode():
+        for features, labels in loader:
+            predictions = model(features.to(device)).argmax()  # one index for the whole batch
+            correct += (predictions == labels.to(device)).sum().item()
+            total += len(labels)
+    return correct / total
+
+
+def evaluate_counting_tensors(model, loader, device):
+    model.to(device).eval()
+    correct, total = 0, 0
+    with torch.inference_mode():
+        for features, labels in loader:
+            predictions = model(features.to(device)).argmax(dim=1)
+            correct += (predictions == labels.to(device)).sum()  # a tensor: no .item()
+            total += len(labels)
+    return correct / total
+
+
+def evaluate_never_looping(model, loader, device):
+    model.to(device).eval()
+    correct, total = 0, 0
+    return correct / total
+
+
 EVALUATE_MISTAKES = [
     (_evaluate(move=False), "the data were not moved to the model's device"),
     (_evaluate(eval_mode=False), "dropout was still active"),
@@ -34,6 +62,12 @@ EVALUATE_MISTAKES = [
     (_evaluate(returns="count"), "returned the number of correct predictions"),
     (_evaluate(returns="batch-mean"), "averaged the accuracies of the batches"),
     (evaluate_not_implemented, "not implemented yet"),
+    (evaluate_argmax_without_dim, ("as many as comparing the labels with argmax() over each whole "
+                                   "batch finds (no dim=1")),
+    (evaluate_counting_tensors, ("returned a tensor, not a Python float: it read no count into "
+                                 "Python (no `.item()`")),
+    (evaluate_never_looping, ("After running the model on no batch of the loader (0 forward "
+                              "passes), evaluate() raised ZeroDivisionError")),
 ]
 
 

@@ -69,8 +69,9 @@ EPOCH_MISTAKES = [
     (_epoch(move="unassigned"), "`.to()` returns a new tensor and leaves the original"),
     (_epoch(keep="list"), "graphs of earlier batches were still alive"),
     (_epoch(keep="detached"), "returned a tensor, not a Python float"),
-    (_epoch(step=False), "weights did not change"),
-    (_epoch(zero_grad="between"), "weights did not change"),
+    (_epoch(step=False), "weights did not change during the epoch: optimizer.step() was never"),
+    (_epoch(zero_grad="between"), ("weights did not change during the epoch: each of the 4 "
+                                   "optimizer.step() calls found no gradient to apply")),
     (_epoch(returns="last"), "loss of the last batch only"),
     (_epoch(returns="sum"), "sum of the batch losses, not their mean"),
     (_epoch(own_loss=True), "never called the loss function it was given"),

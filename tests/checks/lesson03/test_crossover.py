@@ -120,8 +120,10 @@ def crossover_as_text(sizes, cpu_times, acc_times):
 
 
 @pytest.mark.parametrize("answer, hint, share", [
-    (crossover_first_win, ("crossover() returned 32, but the accelerator is slower again at "
-                           "64: a faster point followed by slower ones is noise"), 3 / 4),
+    (crossover_first_win, ("crossover() returned 32, the first size where acc_times < "
+                           "cpu_times, but the accelerator is slower again at 64 (acc_times >= "
+                           "cpu_times there): a faster point followed by slower ones is noise"),
+     3 / 4),
     (crossover_index, ("which is not one of the sizes: it looks like the position in the list; "
                        "return sizes[3]"), 1 / 4),
     (crossover_raising_when_never, ("when the accelerator never stays faster up to the largest "
@@ -130,8 +132,9 @@ def crossover_as_text(sizes, cpu_times, acc_times):
     (crossover_one_too_late, "but the accelerator is already faster at 128, the size before it",
      1 / 4),
     (crossover_never_none, "crossover() returned 1024, where the accelerator is slower", 3 / 4),
-    (crossover_always_none, ("crossover() returned None, but the accelerator stays faster from "
-                             "some size on"), 1 / 4),
+    (crossover_always_none, ("crossover() returned None for all 4 sweeps, but acc_times < "
+                             "cpu_times from 128 "
+                             "up to the largest size: the answer is that size"), 1 / 4),
     (crossover_as_text, "crossover() returned str", 0),
 ], ids=lambda value: getattr(value, "__name__", ""))
 def test_crossover_mistakes(answer, hint, share):
@@ -156,6 +159,8 @@ def test_crossover_crossing_back_is_noise_in_the_hidden_part():
     message = failure(checks.check_crossover, crossover_first_win, hidden=True, seed=1)
     assert "✘ a sweep that crosses back: crossover() returned" in message
     assert "but the accelerator is slower again at" in message
+    hidden_none = failure(checks.check_crossover, crossover_always_none, hidden=True, seed=1)
+    assert "acc_times < cpu_times from one of the sizes up to the largest" in hidden_none
 
 
 def test_crossover_hidden_messages_do_not_reveal_the_answer():

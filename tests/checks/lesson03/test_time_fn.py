@@ -412,6 +412,10 @@ def time_fn_ignoring_repeats(fn, device, warmup, repeats):
     return time_fn(fn, device, warmup, 10)
 
 
+def time_fn_without_timed_calls(fn, device, warmup, repeats):
+    return time_fn(fn, device, warmup, 0)  # statistics.median([]) raises
+
+
 def time_fn_on_cpu_time(fn, device, warmup, repeats):
     return timer(clock="process_time")(fn, device, warmup, repeats)
 
@@ -426,8 +430,11 @@ def time_fn_waiting_for_a_clock_that_never_moves(fn, device, warmup, repeats):
 @pytest.mark.parametrize("answer, hint", [
     (time_fn_timing_all_calls_together,
      "it times the calls together, but a median needs one time per call"),
-    (time_fn_ignoring_repeats, "called fn() 12 times; with warmup=2 and repeats=5 that is 7"),
+    (time_fn_ignoring_repeats, ("called fn() 12 times, 2 before the clock started and 10 after; "
+                               "with warmup=2 and repeats=5 that is 7 calls, 2 untimed and 5")),
     (time_fn_on_cpu_time, "never read a clock that the check follows"),
+    (time_fn_without_timed_calls, ("after 2 call(s) of fn() where warmup=2 and repeats=5 make 7, "
+                                   "time_fn() raised StatisticsError")),
     (time_fn_waiting_for_a_clock_that_never_moves,
      "did not finish: it called fn() or read the clock thousands of times"),
     (time_fn_not_done, "time_fn() is not implemented yet"),

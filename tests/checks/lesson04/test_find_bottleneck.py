@@ -291,6 +291,12 @@ def test_find_bottleneck_returning_totals():
     assert "return means per batch" in message
 
 
+def test_find_bottleneck_dividing_by_a_wrong_count():
+    message = failure(checks.check_find_bottleneck, answer(summarise=lambda times: sum(times) / (
+        len(times) + 1)))
+    assert "divided both stage totals by 5, but the loader gave 4 batches." in message
+
+
 @pytest.mark.parametrize("keep_asked", ["previous arrival", "start"])
 def test_find_bottleneck_whose_loader_time_includes_the_step(keep_asked):
     def finder(loader, step, device):  # the loader's clock starts at the previous arrival

@@ -214,8 +214,8 @@ def largest_never_trying_one(step, start):
 
 def test_giving_up_before_a_batch_of_one():
     message = failure(checks.check_largest_batch_size, largest_never_trying_one)
-    assert "When nothing fits (from 8), largest_batch_size() tried [8, 4, 2] before raising" \
-        in message
+    assert ("When nothing fits (from 8), largest_batch_size() tried [8, 4, 2] before raising: "
+            "it gave up before trying 1.") in message
     assert "halve after each failure down to 1, then raise" in message
     assert graded(checks.check_largest_batch_size, (largest_never_trying_one,), hidden=True,
                   seed=1).fraction < 1

@@ -137,16 +137,19 @@ def test_accumulation_right_answers_keep_full_marks(answer, capsys):
 
 @pytest.mark.parametrize("answer, hint", [
     (accumulating(sync="never"), "all-reduced after micro-batch(es) [1, 2, 3]"),
-    (accumulating(sync="always"), "DDP never all-reduced"),
-    (accumulating(through=lambda m: m.module), "DDP never all-reduced"),
+    (accumulating(sync="always"), ("every micro-batch ran inside no_sync(), the last one (index "
+                                  "2, equal to len(micro_batches) - 1) included: DDP never")),
+    (accumulating(through=lambda m: m.module), ("DDP never all-reduced: micro-batch(es) [1, 2] "
+                                               "ran inside no_sync(), and the other backward")),
     (accumulating(scale=False), "the step is len(micro_batches) times too big"),
     (accumulating(zero="each"), "zero_grad() inside the loop wipes the others"),
-    (accumulating(zero="never"), "the gradients of the previous call were still there"),
+    (accumulating(zero="never"), ("the gradients of the previous call were still there: "
+                                 "accumulation_step() did not call optimizer.zero_grad()")),
     (accumulating(step="each"), "optimizer.step() ran 3 times"),
     (accumulation_not_done, "accumulation_step() is not implemented yet"),
     (accumulation_sync_first,
      "all-reduced after micro-batch(es) [1] but not after the last: the gradients added after"),
-    (accumulation_step_inside_no_sync, "DDP never all-reduced"),
+    (accumulation_step_inside_no_sync, "every micro-batch ran inside no_sync(), the last"),
 ], ids=["no no_sync", "all in no_sync", "via .module", "loss not divided", "zero_grad each",
         "no zero_grad", "step each", "stub", "sync on the first", "step inside no_sync"])
 def test_accumulation_mistakes_are_named(answer, hint):

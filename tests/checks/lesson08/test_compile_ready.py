@@ -78,6 +78,22 @@ def test_values_that_differ_are_told_the_rule():
     assert "only when largest > 10" in message
 
 
+def test_values_name_the_quantity_compared_with_the_threshold():
+    """The scale every batch's values show tells which reduction stood for the largest
+    |score|, also one no test lists."""
+    def score_with(reduce):
+        def score_reduced(x, weight):
+            scores = x @ weight
+            largest = reduce(scores)
+            return torch.where(largest > 10, scores * (10 / largest), scores).softmax(dim=-1)
+        return score_reduced
+
+    message = failure(check_compile, score_with(lambda s: s.abs().amin()), compile_for_batches)
+    assert ("whose largest |score| is 10.50, over the threshold 10, left these scores unscaled: "
+            "on every batch its values are those of comparing the smallest |score| (amin, a min "
+            "where the max belongs)") in message
+
+
 def test_values_name_the_dimension_their_softmax_ran_over():
     def score_over_the_batch(x, weight):
         scores = x @ weight

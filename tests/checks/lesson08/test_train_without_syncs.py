@@ -168,7 +168,22 @@ def test_a_tensor_returned_is_told_to_read_it_once():
 
 
 def test_missing_zero_grad_is_found_from_the_weights():
-    assert "call optimizer.zero_grad()" in failure(check_syncs, train_no_zero_grad)
+    message = failure(check_syncs, train_no_zero_grad)
+    assert "call optimizer.zero_grad()" in message
+    assert ("differ from those of the original loop: in 3 of 4 backward passes the parameters "
+            "still held the previous batch's gradient") in message
+
+
+def test_a_missing_backward_is_named_by_the_probe():
+    def train_without_backward(model, batches, loss_fn, optimizer):
+        total = 0.0
+        for features, labels in batches:
+            optimizer.zero_grad()
+            total = total + loss_fn(model(features), labels).detach()
+            optimizer.step()
+        return total.item() / len(batches)
+    message = failure(check_syncs, train_without_backward)
+    assert "no backward pass reached the model's parameters." in message
 
 
 def test_the_sum_instead_of_the_mean():

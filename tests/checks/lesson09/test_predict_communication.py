@@ -57,3 +57,13 @@ def test_an_unknown_strategy_must_raise():
             return 0.0
         return predict_communication(strategy, parameter_bytes, units, models)
     assert "should raise ValueError" in failure(check, returns_zero)
+
+
+def test_a_strategy_that_raises_is_told_its_collectives():
+    def without_fsdp(strategy, parameter_bytes, units, models):
+        if strategy == "fsdp":
+            raise ValueError(f"unknown strategy {strategy!r}")
+        return predict_communication(strategy, parameter_bytes, units, models)
+    assert ("For fsdp (4,000,000 bytes of parameters, 5 units; its step: 2 all_gather per unit "
+            "and 1 reduce_scatter per unit), predict_communication() raised ValueError") in \
+        failure(check, without_fsdp)
