@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from typing import cast
 
 from ...probe import ForwardRecorder, Spy, build_mlp, parameter_values, run_learner
 from ..framework import case, check, expect_no_error, fail
@@ -58,12 +59,7 @@ def _mean_gradient(scenario: dict, params: list, group: list[int]) -> list[float
         torch.relu(torch.tensor(x, dtype=torch.float64) @ w1.T + b1) @ w2.T + b2,
         torch.tensor(y, dtype=torch.float64)) for x, y in (scenario["batches"][i] for i in group)]
     torch.stack(losses).mean().backward()
-    return [v for t in (w1, b1, w2, b2) for v in _grad(t).flatten().tolist()]
-
-
-def _grad(tensor):
-    assert tensor.grad is not None  # backward() above reached every parameter
-    return tensor.grad
+    return [v for t in (w1, b1, w2, b2) for v in cast("torch.Tensor", t.grad).flatten().tolist()]
 
 
 def _check_group(scenario: dict, number: int, group: list[int], events: list[str],
