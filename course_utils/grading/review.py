@@ -19,6 +19,14 @@ REACHING_ATTRIBUTES = frozenset({
     "ag_frame", "__closure__", "cell_contents", "__code__", "__globals__", "__builtins__",
     "__subclasses__", "_getframe", "currentframe", "getouterframes", "getclosurevars",
     "get_objects", "get_referrers", "get_referents", "settrace", "setprofile"})
+# The kernel's own machinery, which carries the grader's probe in and its result out: its
+# message handlers (a rewired execute_request can rename the answer the probe is given), the
+# display formatters (which turn the result into the text the grader reads), the input and
+# AST transformers, its sockets. Ordinary calls, no frame or patch, and no answer needs them.
+KERNEL_MACHINERY = frozenset({
+    "shell_handlers", "control_handlers", "display_formatter", "for_type", "for_type_by_name",
+    "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "iopub_socket",
+    "shell_stream", "do_execute", "user_expressions", "get_parent"})
 REACHING_MODULES = frozenset({"builtins", "ctypes", "gc"})  # gc.collect() alone is no reach
 GC_CALLS = frozenset({"get_objects", "get_referrers", "get_referents"})
 # Builtins the grader's probe expression and the probes call by bare name.
@@ -61,7 +69,9 @@ def _reaches(tree: ast.AST) -> Iterator[str]:
 
 
 def _node_reaches(node: ast.AST, roots: dict[str, str]) -> Iterator[str]:
-    if isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
+    if isinstance(node, ast.Attribute) and node.attr in KERNEL_MACHINERY:
+        yield f"reaches `{node.attr}` (the kernel's machinery that carries the grader's probe)"
+    elif isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
         if node.attr not in GC_CALLS or _dotted(node.value, roots).startswith("gc"):
             yield f"reads `{node.attr}` (frames, closures or the interpreter's objects)"
     elif isinstance(node, ast.Import | ast.ImportFrom):
