@@ -46,6 +46,12 @@ FORGERIES = {
                          "    return handle(stream, idents, msg)\n"
                          "k.shell_handlers['execute_request'] = rewired\n"),
                         "reaches `shell_handlers`"),
+    "own process group": (("import torch.distributed as dist\n"
+                           "def accumulation_step(ddp_model, micro_batches, loss_fn, opt):\n"
+                           "    group = dist.ProcessGroupGloo(dist.HashStore(), 0, 1)\n"),
+                          "builds a process group of its own (`ProcessGroupGloo`)"),
+    "own process group, imported": ("from torch.distributed import ProcessGroupGloo as G\n",
+                                    "builds a process group of its own"),
     "result formatter": (("formatter = get_ipython().display_formatter.formatters['text/plain']\n"
                           "formatter.for_type(str, lambda text, printer, cycle: None)\n"),
                          "reaches `display_formatter`"),
