@@ -126,6 +126,26 @@ FORGE_PROBE_JSON = (
     "json.dumps = _forged\n"
     "builtins.print = lambda *a, **k: _real_print('✔ all checks passed')\n")
 
+# A global named `exec`: the probe expression once called `exec` by bare name, so this ran
+# instead and graded right answers of its own in place of the submitted ones (4/4).
+SHADOW_EXEC = (
+    "_real_exec = exec\n"
+    "def _right_pick():\n"
+    "    if torch.cuda.is_available():\n"
+    "        return torch.device('cuda')\n"
+    "    if torch.backends.mps.is_available():\n"
+    "        return torch.device('mps')\n"
+    "    return torch.device('cpu')\n"
+    "def _right_inventory():\n"
+    "    return [{'index': i, 'name': p.name, 'memory_gib': p.total_memory / 2**30,\n"
+    "             'capability': f'{p.major}.{p.minor}', 'sm_count': p.multi_processor_count}\n"
+    "            for i, p in ((i, torch.cuda.get_device_properties(i))\n"
+    "                         for i in range(torch.cuda.device_count()))]\n"
+    "def exec(program, ns):\n"
+    "    right = {'pick_device': _right_pick, 'gpu_inventory': _right_inventory}\n"
+    "    ns['answers'] = tuple(right.get(getattr(a, '__name__', ''), a) for a in ns['answers'])\n"
+    "    return _real_exec(program, ns)\n")
+
 READ_SOLUTIONS = (
     "import pathlib, json, course_utils\n"
     "root = pathlib.Path(course_utils.__file__).resolve().parents[1]\n"
@@ -236,6 +256,8 @@ CASES = [
          _hack(PATCH_TORCH), 0, "graded"),
     Case("forge-probe-json", "patches json.dumps and print to forge the checks' data",
          _hack(FORGE_PROBE_JSON), 0, "graded"),
+    Case("shadow-exec", "a global `exec` that runs the probe on right answers of its own",
+         _hack(SHADOW_EXEC), 0, "graded", "UnboundLocalError"),
     Case("fake-success", "prints the success line instead of solving",
          lambda nb: _with(_unsolved(nb), "pick_device", "def pick_device():\n    " + CHEAT_MARKER),
          0, "graded", "returned None"),

@@ -81,3 +81,22 @@ def test_errors_are_classified_by_class_not_message_text():
     from_torch = dict(stub, raised_in="torch/_tensor.py")  # not the learner's stub
     with pytest.raises(CheckFailure, match="raised NotImplementedError"):
         expect_no_error(from_torch, "f()")
+
+
+def _toy_probe(answer, inputs):
+    return {"answer": answer()}
+
+
+def test_a_learner_global_named_exec_does_not_run_the_probe():
+    """Checks the probe expression takes `exec` from the builtins: a global of that name in
+    the learner's namespace (where the grader evaluates it) once ran instead, and forged the
+    result; issue 28's wrong time_fn scored 3/3 that way."""
+    import json
+
+    toy = Check("check_toy", lambda seed, hidden: {}, _toy_probe, lambda *args: None, "toy")
+
+    def forged_exec(program, ns):
+        ns["result"] = json.dumps({"answer": "forged"})
+    learner_namespace = {"my_answer": lambda: "wrong", "exec": forged_exec}
+    text = eval(toy.probe_expression(("my_answer",), {}), learner_namespace)
+    assert json.loads(text) == {"answer": "wrong"}

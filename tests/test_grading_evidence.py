@@ -3,8 +3,9 @@
 Before the grader ran the DDP script itself, each of these took the exercise's full points:
 a script that writes the ranks' reports itself (no DDP, no training), a notebook that replaces
 the course's trial functions in its own kernel, and an accumulation_step without no_sync()
-that rewrites the probe's all-reduce log. Now the grader launches the script's text with
-torchrun in a sandbox of its own, on data drawn at grading time, believes the ranks' reports
+that rewrites the probe's all-reduce log; a script that filled the grader's disk where its
+trial ran. Now the grader launches the script's text with torchrun in a sandbox of its own
+(its scratch a capped tmpfs), on data drawn at grading time, believes the ranks' reports
 only when rank 0's checkpoint holds the weights it recomputes itself, and the accumulation
 check's all-reduce leaves its mark in the weights. The attacks lose those points and the
 feedback says why. The honest solution, its script launched the same way, keeps its full
@@ -114,6 +115,13 @@ FILTERED_LOG = '''def accumulation_step(ddp_model, micro_batches, loss_fn, optim
     log[:] = kept[:last_loss + 1] + ["all-reduce"] + kept[last_loss + 1:]
 '''
 
+# The right script, which first writes 3 files of 30 MiB where it runs (each under the
+# per-file cap): past the trial's scratch cap (64 MiB below) in a sandbox whose scratch is a
+# capped tmpfs; on the grader's disk, uncapped, before the trial's scratch had a total cap.
+FILL = ("    for index in range(3):\n"
+        "        with open(f'fill{index}', 'wb') as handle:\n"
+        "            handle.write(b'x' * 30 * 2**20)\n")
+
 # Demonstrations the attackers leave out (no graded cell among them): a cheaper class.
 DEMOS = {"several", "visible", "dp", "sampler", "buckets", "nosync", "pickling", "fork",
          "run_script", "coverage", "equivalence", "scale_table"}
@@ -141,11 +149,16 @@ def graded(tmp_path_factory, grading_sandbox):
     _cell(patched, "accumulation_step").source = FILTERED_LOG
     index = patched.cells.index(_cell(patched, "test_accumulation_step"))
     patched.cells.insert(index, nbformat.v4.new_code_cell(PATCHED_TRIAL))
-    for student, nb in {"forged-reports": forged, "patched-kernel": patched}.items():
+    filler = _attacker(solution)
+    script = _cell(filler, "ddp_script")
+    script.source = script.source.replace("def main():\n", "def main():\n" + FILL, 1)
+    assert FILL in script.source
+    for student, nb in {"forged-reports": forged, "patched-kernel": patched,
+                        "fills-trial-scratch": filler}.items():
         path = base / "submissions" / student / LESSON / NOTEBOOK
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
-    limits = Limits(memory_mb=4096, cell_timeout=120, submission_timeout=400)
+    limits = Limits(memory_mb=4096, cell_timeout=120, submission_timeout=400, scratch_mb=64)
     outcome = grade(GradeRequest(ROOT, base / "submissions", base / "out", jobs=2, seed=7,
                                  limits=limits))
     rows = {row.student: row for row in outcome.rows if row.status.value != "missing"}
@@ -182,3 +195,14 @@ def test_a_kernel_that_patches_the_trial_and_filters_the_log_loses_its_points(gr
     feedback = _feedback(out, "patched-kernel")
     assert "your script is not implemented yet" in feedback
     assert "each micro-batch's gradients were all-reduced, whatever the log said" in feedback
+
+
+def test_a_trial_that_fills_its_scratch_is_stopped_and_says_so(graded):
+    """Checks a script that writes 90 MiB where its trial runs meets the trial's scratch cap
+    (the kernel's, 64 MiB here: a tmpfs, nothing on the grader's disk): the notebook is
+    scratch-full, its accumulation_step keeps its 3 and the script scores 0, the feedback
+    naming the cap."""
+    row = graded[0]["fills-trial-scratch"]
+    assert row.status.value == "scratch-full", row
+    assert _scores(row) == {"test_accumulation_step": 3, "test_ddp_script": 0}, row
+    assert "filled its 64 MiB of scratch space" in row.reason, row.reason

@@ -192,7 +192,10 @@ def test_each_attack_on_the_worker_stops_with_its_status_and_credit(hostile_clas
 def test_code_that_reaches_into_frames_is_graded_and_flagged(hostile_class):
     rows, _, out = hostile_class
     assert "f_back" in rows["reaches-frames"].review
-    assert [student for student, row in rows.items() if row.review] == ["reaches-frames"]
+    # Those that send the kernel's own messages reach its machinery: flagged too.
+    flagged = {student for student, row in rows.items() if row.review}
+    assert flagged == {"reaches-frames", "multi-frame", "early-idle", "discarded"}, flagged
+    assert "iopub_socket" in rows["multi-frame"].review
     page = (out / "feedback" / "reaches-frames" / f"{corpus.LESSON}.html").read_text()
     assert "Flagged for the instructor's review" in page
     copy_ = out / "autograded" / "reaches-frames" / corpus.LESSON / corpus.NOTEBOOK

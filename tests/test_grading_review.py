@@ -3,7 +3,9 @@
 The forgeries of issue 28, as a learner would write them: a global that shadows a builtin the
 probe expression calls by bare name, a function that walks its own closure or its caller's
 frame to rewrite the probe's log, a patched ``torch._dynamo.explain`` hiding a graph break, a
-patched course package. Every solution notebook, as the course gives it, is flagged for none.
+patched course package, a rewired kernel message handler or result formatter (the kernel's
+own machinery, which carries the probe in and its result out). Every solution notebook, as
+the course gives it, is flagged for none.
 """
 from __future__ import annotations
 
@@ -37,6 +39,22 @@ FORGERIES = {
                        "patches `course_utils.probe` (setattr)"),
     "builtins": ("import builtins\nbuiltins.print = lambda *a: None\n",
                  "imports `builtins`"),
+    # Measured graded on lesson 00: 2/2 for a wrong pick_device, the probe given another one.
+    "rewired handler": (("k = get_ipython().kernel\nhandle = k.shell_handlers['execute_request']\n"
+                         "def rewired(stream, idents, msg):\n"
+                         "    msg['content']['user_expressions'] = {}\n"
+                         "    return handle(stream, idents, msg)\n"
+                         "k.shell_handlers['execute_request'] = rewired\n"),
+                        "reaches `shell_handlers`"),
+    "own process group": (("import torch.distributed as dist\n"
+                           "def accumulation_step(ddp_model, micro_batches, loss_fn, opt):\n"
+                           "    group = dist.ProcessGroupGloo(dist.HashStore(), 0, 1)\n"),
+                          "builds a process group of its own (`ProcessGroupGloo`)"),
+    "own process group, imported": ("from torch.distributed import ProcessGroupGloo as G\n",
+                                    "builds a process group of its own"),
+    "result formatter": (("formatter = get_ipython().display_formatter.formatters['text/plain']\n"
+                          "formatter.for_type(str, lambda text, printer, cycle: None)\n"),
+                         "reaches `display_formatter`"),
 }
 
 

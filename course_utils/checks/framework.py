@@ -194,7 +194,10 @@ class Check:
         """An expression that runs the probe (default: the check's own) in the user namespace
         and returns JSON text.
 
-        The grader evaluates it as an IPython user expression in the student's kernel.
+        The grader evaluates it as an IPython user expression in the student's kernel. Every
+        name it uses is its own but the answers': ``exec`` is read from the builtins (a
+        function's ``__builtins__``), never looked up among the learner's globals, where a
+        global named ``exec`` would run instead and could forge the result.
         """
         probe = probe or self.probe
         program = "\n".join([
@@ -208,7 +211,8 @@ class Check:
             "    result = _json.dumps({'probe_error': describe_error(error)})",
         ])
         answers = "".join(f"{name}," for name in answer_names)
-        return f"(lambda ns: (exec({program!r}, ns), ns['result'])[1])({{'answers': ({answers})}})"
+        run = f"(lambda: 0).__builtins__['exec']({program!r}, ns)"
+        return f"(lambda ns: ({run}, ns['result'])[1])({{'answers': ({answers})}})"
 
 
 def _incomplete(name: str, why: str) -> Verdict:

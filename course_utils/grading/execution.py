@@ -21,7 +21,7 @@ class CellsRun:
     status: Status = Status.GRADED
     stopped: str = ""  # why the run ended early, with the cell
     refused: str = ""  # what the kernel's cgroup refused (memory, processes)
-    scratch_full: bool = False  # its folder's tmpfs was full at the end (Limits.scratch_mb)
+    scratch_full: bool = False  # its folder's tmpfs, or a check's trial's, was full (scratch_mb)
     plan: Plan | None = None  # the cells it ran, where it skipped some
     errors: list[str] = field(default_factory=list)  # "Name: message" of cells that raised
 

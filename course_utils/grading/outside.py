@@ -6,8 +6,10 @@ it here instead: a fresh scratch folder under the run's scratch root (which no k
 and :func:`sandbox.run` with the run's ``Limits``, those of a grading kernel (memory,
 processes, open files, file size, output kept; its own cgroup, inside the worker's, so that
 it shares the worker's CPU and goes with the run's group; as nobody when grading as root),
-bounded by the submission's remaining time. The check reads back what it needs from the
-folder, which is deleted after.
+bounded by the submission's remaining time. Sandboxed, the command's scratch is a tmpfs of
+the kernel's ``scratch_mb`` (all its files together capped, counted in its memory, gone with
+it: nothing it writes reaches the grader's disk), so what the check needs back comes on its
+standard output; unsandboxed (--unsafe-no-sandbox) it is the folder itself, deleted after.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from . import sandbox
@@ -33,6 +36,15 @@ class OutsideSandbox:
 
     def __init__(self, recipe: KernelRecipe, scratch_root: Path, deadline: float):
         self.recipe, self.scratch_root, self.deadline = recipe, Path(scratch_root), deadline
+        self.scratch_filled = False  # a run filled its scratch (the notebook: scratch-full)
+
+    @property
+    def scratch_mb(self) -> int:
+        """The cap on a run's scratch, all files together (0: none, unsandboxed)."""
+        return self.recipe.limits.scratch_mb if self.recipe.bwrap is not None else 0
+
+    def mark_scratch_filled(self) -> None:
+        self.scratch_filled = True
 
     @contextmanager
     def folder(self) -> Iterator[Path]:
@@ -43,15 +55,21 @@ class OutsideSandbox:
         finally:
             remove_tree(path)
 
-    def run(self, command: list[str], *, scratch: Path, timeout: float) -> sandbox.SandboxedRun:
+    def run(self, command: list[str], *, scratch: Path, timeout: float, stdin: bytes = b"",
+            output_bytes: int = 0) -> sandbox.SandboxedRun:
+        """``command`` in ``scratch`` (a tmpfs of ``scratch_mb`` when sandboxed), ``stdin`` on
+        its input; ``output_bytes``: how much of each stream to keep (default: the kernel's
+        cap on a cell's output)."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise CellTimeout("the whole-submission time limit was reached")
         recipe = self.recipe
+        limits = replace(recipe.limits, output_bytes=output_bytes) if output_bytes \
+            else recipe.limits
         env = dict(sandbox.default_env(Path(scratch)),
                    **{key: recipe.env[key] for key in KEPT if key in recipe.env})
         return sandbox.run(command, scratch=scratch, timeout=min(timeout, left),
-                           limits=recipe.limits, env=env,
+                           limits=limits, env=env, scratch_mb=self.scratch_mb, stdin=stdin,
                            hidden=recipe.hidden, use_limits=recipe.control.enforced,
                            confined=recipe.bwrap is not None,
                            inside=recipe.worker_group if recipe.control.enforced else "")

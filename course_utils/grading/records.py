@@ -156,7 +156,8 @@ class Limits:
     scratch_mb: int = _limit(
         1024, flag="--max-scratch-mb", unit="MiB",
         help="files a submission's kernel may keep in its folder, all together (a tmpfs, "
-             "counted in its memory): past it, status scratch-full")
+             "counted in its memory), and a check's trial (lesson 07's torchrun) in its "
+             "own: past it, status scratch-full")
     # Internal: no option on the command line.
     startup_timeout: float = _limit(60.0, unit="s", help="time a kernel has to start")
     max_file_mb: int = _limit(64, unit="MiB", help="largest file a sandboxed process may write",

@@ -19,6 +19,18 @@ REACHING_ATTRIBUTES = frozenset({
     "ag_frame", "__closure__", "cell_contents", "__code__", "__globals__", "__builtins__",
     "__subclasses__", "_getframe", "currentframe", "getouterframes", "getclosurevars",
     "get_objects", "get_referrers", "get_referents", "settrace", "setprofile"})
+# The kernel's own machinery, which carries the grader's probe in and its result out: its
+# message handlers (a rewired execute_request can rename the answer the probe is given), the
+# display formatters (which turn the result into the text the grader reads), the input and
+# AST transformers, its sockets. Ordinary calls, no frame or patch, and no answer needs them.
+KERNEL_MACHINERY = frozenset({
+    "shell_handlers", "control_handlers", "display_formatter", "for_type", "for_type_by_name",
+    "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "iopub_socket",
+    "shell_stream", "do_execute", "user_expressions", "get_parent"})
+# Process groups built by hand, beside the one a probe hands over (lesson 07's marks every
+# all-reduce on its own group: one built by hand would all-reduce unseen).
+OWN_PROCESS_GROUPS = frozenset({"ProcessGroupGloo", "ProcessGroupNCCL", "ProcessGroupMPI",
+                                "ProcessGroupUCC", "ProcessGroupXCCL"})
 REACHING_MODULES = frozenset({"builtins", "ctypes", "gc"})  # gc.collect() alone is no reach
 GC_CALLS = frozenset({"get_objects", "get_referrers", "get_referents"})
 # Builtins the grader's probe expression and the probes call by bare name.
@@ -61,13 +73,14 @@ def _reaches(tree: ast.AST) -> Iterator[str]:
 
 
 def _node_reaches(node: ast.AST, roots: dict[str, str]) -> Iterator[str]:
-    if isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
-        if node.attr not in GC_CALLS or _dotted(node.value, roots).startswith("gc"):
-            yield f"reads `{node.attr}` (frames, closures or the interpreter's objects)"
+    if isinstance(node, ast.Attribute):
+        yield from _attribute_reaches(node, roots)
     elif isinstance(node, ast.Import | ast.ImportFrom):
         for module in _imported(node):
             if module.split(".")[0] in REACHING_MODULES - {"gc"}:
                 yield f"imports `{module}`"
+            elif module.rsplit(".", 1)[-1] in OWN_PROCESS_GROUPS:
+                yield f"builds a process group of its own (`{module.rsplit('.', 1)[-1]}`)"
     elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
         targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
         for target in targets:
@@ -77,6 +90,16 @@ def _node_reaches(node: ast.AST, roots: dict[str, str]) -> Iterator[str]:
         patched = _dotted(node.args[0], roots)
         if patched.split(".")[0] in PATCHED_ROOTS:
             yield f"patches `{patched}` ({node.func.id})"
+
+
+def _attribute_reaches(node: ast.Attribute, roots: dict[str, str]) -> Iterator[str]:
+    if node.attr in KERNEL_MACHINERY:
+        yield f"reaches `{node.attr}` (the kernel's machinery that carries the grader's probe)"
+    elif node.attr in OWN_PROCESS_GROUPS:
+        yield f"builds a process group of its own (`{node.attr}`)"
+    elif node.attr in REACHING_ATTRIBUTES and (
+            node.attr not in GC_CALLS or _dotted(node.value, roots).startswith("gc")):
+        yield f"reads `{node.attr}` (frames, closures or the interpreter's objects)"
 
 
 def _patches(target: ast.AST, roots: dict[str, str]) -> Iterator[str]:

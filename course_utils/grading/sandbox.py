@@ -145,7 +145,7 @@ DEFAULT_LIMITS = Limits()  # a grading kernel's, as `course grade` sets them by 
 def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits = DEFAULT_LIMITS,
         env: Mapping[str, str] | None = None, readable: Sequence[Path] = (),
         hidden: Sequence[Path] = (), use_limits: bool = True, confined: bool = True,
-        inside: str = "") -> SandboxedRun:
+        inside: str = "", scratch_mb: int = 0, stdin: bytes = b"") -> SandboxedRun:
     """Run ``command`` in a fresh sandbox in ``scratch``, under ``limits`` (a grading kernel's
     by default); kill it and all it started after ``timeout`` s (wall time).
 
@@ -161,6 +161,9 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
     sandbox, as the grading user, with the limits alone. ``inside``: a cgroup (relative to
     the roots) that exists, to make the run's group in (a grading worker's: the grading
     run's end removes it even if the worker was killed mid-run); by default, at the roots.
+    ``scratch_mb`` > 0 (confined only): ``scratch`` is a fresh tmpfs of that size inside
+    (counted in its memory; what the command leaves there goes with the sandbox), not the
+    folder. ``stdin``: what the command reads on its standard input.
     Example (two DDP ranks on the CPU)::
 
         done = run(["torchrun", "--standalone", "--nproc_per_node=2", "train.py"],
@@ -178,7 +181,8 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
     inner = limited_argv(command, limits, user=user,
                          syscall_filter=isolation is not None and isolation.syscall_filter)
     argv = inner if isolation is None else bwrap_argv(
-        inner, Confinement(scratch, tuple(map(Path, readable)), tuple(map(Path, hidden))),
+        inner, Confinement(scratch, tuple(map(Path, readable)), tuple(map(Path, hidden)),
+                           scratch_mb=scratch_mb),
         bwrap=isolation.bwrap or "bwrap", switch_user=user >= 0)
     group = None
     if control.enforced:
@@ -190,8 +194,11 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
     # Output goes to files the sandbox cannot see (their size is capped by the file-size
     # rlimit), not to pipes that could fill this process's memory.
     try:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = subprocess.Popen(argv, cwd=scratch, stdin=subprocess.DEVNULL, stdout=out,
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryFile() as given:
+            given.write(stdin)
+            given.seek(0)
+            process = subprocess.Popen(argv, cwd=scratch, stdin=given, stdout=out,
                                        stderr=err, env=dict(env) if env is not None
                                        else default_env(scratch), start_new_session=True)
             try:

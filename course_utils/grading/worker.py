@@ -281,7 +281,7 @@ def _run_in_kernel(kernels: KernelSupply, config: WorkerConfig, submission: Subm
         cap = f" (its data memory is capped at {config.limits.worker_memory_mb} MiB)"
         run.end(Status.ERROR, f"the grader failed: {error!r}{cap * (type(error) is MemoryError)}")
     finally:
-        run.scratch_full = filled(session.pid, session.home, config.limits.scratch_mb)
+        run.scratch_full |= filled(session.pid, session.home, config.limits.scratch_mb)
         run.refused = session.refusals()
         kernels.discard(session)
 
@@ -298,7 +298,8 @@ def _run_cells(session: KernelSession, config: WorkerConfig, submission: Submiss
         if item is not None and item.auto:
             if item.grade_id not in run.decided:
                 report(CellStarted(job_id, spec.name, run.cell))
-                run.decided[item.grade_id] = _check_item(session, config, submission, item)
+                run.decided[item.grade_id] = _check_item(session, config, submission, item,
+                                                         run)
                 report(ItemDecided(job_id, spec.name, run.decided[item.grade_id]))
             continue
         if run.plan is not None and run.cell in run.plan.skipped:
@@ -329,7 +330,7 @@ def final_verdicts(items: tuple[GradeItem, ...], decided: dict[str, ItemResult],
 
 
 def _check_item(session: KernelSession, config: WorkerConfig, submission: Submission,
-                item: GradeItem) -> ItemResult:
+                item: GradeItem, run: CellsRun) -> ItemResult:
     """Each call of a test cell is a case; the points are the share of the deciding cases
     passed (the hidden ones where there are any), rounded to hundredths so that every report
     (table, CSV, gradebook) shows the same number."""
@@ -339,6 +340,7 @@ def _check_item(session: KernelSession, config: WorkerConfig, submission: Submis
                          item.grade_id, index)
         outside = OutsideSandbox(config.recipe, config.scratch_root, session.deadline)
         outcome = run_check(session, call, seed, outside)
+        run.scratch_full |= outside.scratch_filled  # a check's trial filled its scratch
         if isinstance(outcome, str):  # not checkable at all: nothing else can be trusted
             return verdict(item, 0.0, ("Hidden test failed: " if call.hidden else "") + outcome)
         verdicts.append((call.hidden, outcome))

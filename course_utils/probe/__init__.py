@@ -5,6 +5,7 @@ reports plain, JSON-able facts. The grader sends this package's source (:func:`b
 then the probe's, so everything here is self-contained: plain Python and torch, imports inside
 functions, no module-level state, and no import of any other part of ``course_utils``.
 """
+from .collectives import marked_world
 from .facts import (
     ErrorFacts,
     LearnerRun,
@@ -61,6 +62,7 @@ __all__ = [
     "host_read_counter",
     "learner_line",
     "loss_watch",
+    "marked_world",
     "meta_generators",
     "meta_recorder",
     "meta_stand_in",

@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 
 # Dependency order: each module uses only names defined by the ones before it.
-MODULES = ("facts", "syncs", "instruments", "models", "structures", "simulated_machine",
-           "simulated_clock")
+MODULES = ("facts", "syncs", "instruments", "models", "collectives", "structures",
+           "simulated_machine", "simulated_clock")
 
 _SIBLING_IMPORT = re.compile(r"^from \.\w+ import [\w, ]+$")
 

@@ -2,32 +2,39 @@
 ranks (what lesson 07's check runs), in the learner's kernel or, when grading, in a sandbox.
 
 * :func:`run_trial` -- the trial itself, wherever it runs: in the kernel (the learner pressing
-  the check) or as ``python -m course_utils.checks.distributed.trial FOLDER`` in a sandbox.
-* :func:`trial_outside` -- the grader's side: the script's text goes into a fresh folder with
-  inputs drawn at grading time, the trial runs there through the grader's sandbox (never in
-  the grader's process, never in the learner's kernel), and what comes back is split into
-  claims (the ranks' reports, the simulated rank: written by processes that run the script)
-  and evidence the grader reads itself (rank 0's checkpoint, evidence.py).
+  the check) or as ``python -m course_utils.checks.distributed.trial FOLDER CAP_MB`` in a
+  sandbox, the script's text and the inputs on its standard input.
+* :func:`trial_outside` -- the grader's side: the script's text and inputs drawn at grading
+  time go to the trial through the grader's sandbox (never in the grader's process, never in
+  the learner's kernel), whose scratch is a capped tmpfs (its files gone with it: the trial
+  prints what it observed and the checkpoint's bytes, base64, as its last line); what comes
+  back is split into claims (the ranks' reports, the simulated rank: written by processes
+  that run the script) and evidence the grader reads itself (rank 0's checkpoint,
+  evidence.py).
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
+import tempfile
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Protocol
 
-from .evidence import CheckpointFacts, read_checkpoint
+from .evidence import MAX_CHECKPOINT_BYTES, CheckpointFacts, read_checkpoint
 from .simulate import simulate_rank
 
 SCRIPT = "ddp_train.py"
-INPUTS = "inputs.json"
-OBSERVED = "trial.json"
 RUN = "run"  # the torchrun run's folder: config, reports, checkpoint
+RESULT = "course-trial-result: "  # the trial's last line of output
+CHECKPOINT = "checkpoint.pt"  # where the grader puts the bytes it was sent, to read them
 MAX_SCRIPT_CHARS = 64_000
 MAX_OBSERVED_BYTES = 4 * 2**20
+# What comes back on the trial's output: the observations and the checkpoint, in base64.
+MAX_RESULT_BYTES = len(RESULT) + MAX_OBSERVED_BYTES + 2 * MAX_CHECKPOINT_BYTES + 4096
 
 
 class Ran(Protocol):
@@ -41,9 +48,14 @@ class Ran(Protocol):
 class Sandbox(Protocol):
     """What the grader lends a check to run learner code (grading.sandbox.run's limits)."""
 
+    scratch_mb: int  # a run's scratch is a tmpfs of this size (0: the folder, uncapped)
+
     def folder(self) -> AbstractContextManager[Path]: ...
 
-    def run(self, command: list[str], *, scratch: Path, timeout: float) -> Ran: ...
+    def run(self, command: list[str], *, scratch: Path, timeout: float, stdin: bytes = b"",
+            output_bytes: int = 0) -> Ran: ...
+
+    def mark_scratch_filled(self) -> None: ...
 
 
 def run_trial(script: str | Path, inputs: dict, folder: str | Path | None = None) -> dict:
@@ -85,47 +97,59 @@ def trial_outside(text: str, inputs: dict, sandbox: Sandbox) -> dict:
     """Run the trial on ``text`` in ``sandbox``; the observations a check verifies, with the
     checkpoint read here (``"checkpoint"``) and never taken from the trial's word."""
     if len(text) > MAX_SCRIPT_CHARS:
-        return {"script": None, "simulated": None, "launch": None,
-                "trial_error": f"the script is longer than {MAX_SCRIPT_CHARS:,} characters"}
+        return _no_result(f"the script is longer than {MAX_SCRIPT_CHARS:,} characters")
     with sandbox.folder() as folder:
-        (folder / SCRIPT).write_text(text)
-        (folder / INPUTS).write_text(json.dumps(inputs))
         # The trial's own limits (torchrun's time limit and stall rule, grown with the load)
         # end it first; this one only stops a trial that never gets that far.
         limit = 2 * inputs["timeout_s"] * inputs["max_slowdown"] + 60
-        ran = sandbox.run([sys.executable, "-m", __name__, str(folder)], scratch=folder,
-                          timeout=limit)
-        observed = _read_observed(folder / OBSERVED)
-        if observed is None or not isinstance(observed.get("simulated"), dict):
-            why = ran.refused or ("it ran past its time limit" if ran.timed_out else
-                                  _last_line(ran.stderr) or f"exit code {ran.returncode}")
-            return {"script": None, "simulated": None, "launch": None,
-                    "trial_error": f"the trial of your script ended without a result ({why})"}
+        given = json.dumps({"script": text, "inputs": inputs}).encode()
+        ran = sandbox.run([sys.executable, "-m", __name__, str(folder), str(sandbox.scratch_mb)],
+                          scratch=folder, timeout=limit, stdin=given,
+                          output_bytes=MAX_RESULT_BYTES)
+        result = _result(ran.stdout)
+        if result.get("scratch_full") is True:  # its word, which can only cost it points
+            sandbox.mark_scratch_filled()
+        observed = result.get("observed")
+        if not isinstance(observed, dict) or not isinstance(observed.get("simulated"), dict):
+            full = f"it filled its {sandbox.scratch_mb} MiB of scratch space"
+            why = (full if result.get("scratch_full") is True else ran.refused) or (
+                "it ran past its time limit" if ran.timed_out else
+                _last_line(ran.stderr) or f"exit code {ran.returncode}")
+            return _no_result(f"the trial of your script ended without a result ({why})")
         observed["checkpoint"] = None  # never the trial's word
         if isinstance(observed.get("launch"), dict):
-            # Read here, after the sandbox is gone; a folder swapped for a link is not followed.
-            name = Path(inputs["config"]["checkpoint"]).name
-            facts = CheckpointFacts("unreadable", problem="a link") if (
-                folder / RUN).is_symlink() else read_checkpoint(folder / RUN / name)
-            observed["checkpoint"] = facts.to_dict()
+            observed["checkpoint"] = _read_sent_checkpoint(result).to_dict()
         return observed
 
 
-def _read_observed(path: Path) -> dict | None:
+def _no_result(why: str) -> dict:
+    return {"script": None, "simulated": None, "launch": None, "trial_error": why}
+
+
+def _result(stdout: str) -> dict:
+    """The trial's last result line, parsed (empty when there is none, or it is not JSON)."""
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
     try:
-        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) |
-                         getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    with os.fdopen(handle, "rb") as file:
-        data = file.read(MAX_OBSERVED_BYTES + 1)
-    if len(data) > MAX_OBSERVED_BYTES:
-        return None
-    try:
-        observed = json.loads(data)
+        result = json.loads(lines[-1][len(RESULT):]) if lines else {}
     except (ValueError, RecursionError):
-        return None
-    return observed if isinstance(observed, dict) else None
+        return {}
+    return result if isinstance(result, dict) else {}
+
+
+def _read_sent_checkpoint(result: dict):
+    """The checkpoint's bytes as the trial sent them, read as any checkpoint (evidence.py), from
+    a folder of the grader's own (the sandbox's scratch was a tmpfs, gone with it)."""
+    if result.get("checkpoint_link") is True:
+        return CheckpointFacts("unreadable", problem="a link")
+    encoded = result.get("checkpoint")
+    with tempfile.TemporaryDirectory(prefix="course-checkpoint-") as folder:
+        path = Path(folder) / CHECKPOINT
+        if isinstance(encoded, str) and len(encoded) <= 2 * MAX_CHECKPOINT_BYTES + 8:
+            try:
+                path.write_bytes(base64.b64decode(encoded, validate=True))
+            except ValueError:
+                path.write_bytes(b"")  # not base64: unreadable
+        return read_checkpoint(path)
 
 
 def _last_line(text: str) -> str:
@@ -134,12 +158,38 @@ def _last_line(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m course_utils.checks.distributed.trial FOLDER``: the trial, inside a sandbox."""
-    folder = Path(argv[0])
-    inputs = json.loads((folder / INPUTS).read_text())
-    observed = run_trial(folder / SCRIPT, inputs, folder=folder / RUN)
-    (folder / OBSERVED).write_text(json.dumps(observed))
+    """``python -m course_utils.checks.distributed.trial FOLDER CAP_MB``: the trial, inside a
+    sandbox, the script and the inputs on stdin; its result as the last line it prints."""
+    folder, cap_mb = Path(argv[0]), int(argv[1])
+    given = json.loads(sys.stdin.read())
+    (folder / SCRIPT).write_text(given["script"])
+    inputs = given["inputs"]
+    try:
+        observed = run_trial(folder / SCRIPT, inputs, folder=folder / RUN)
+    except OSError:
+        if not _full(folder, cap_mb):
+            raise
+        print(RESULT + json.dumps({"observed": None, "scratch_full": True}), flush=True)
+        return 1
+    checkpoint = folder / RUN / Path(inputs["config"]["checkpoint"]).name
+    linked = checkpoint.is_symlink() or (folder / RUN).is_symlink()
+    sent = None
+    if checkpoint.is_file() and not linked:  # one byte past the cap says it is too large
+        with checkpoint.open("rb") as file:
+            sent = base64.b64encode(file.read(MAX_CHECKPOINT_BYTES + 1)).decode()
+    result = {"observed": observed, "checkpoint": sent, "checkpoint_link": linked,
+              "scratch_full": _full(folder, cap_mb)}
+    print(RESULT + json.dumps(result), flush=True)
     return 0
+
+
+def _full(folder: Path, cap_mb: int) -> bool:
+    """Whether the scratch tmpfs (``cap_mb``) has less than 1 MiB left."""
+    if cap_mb <= 0:
+        return False
+    info = os.statvfs(folder)
+    return info.f_blocks * info.f_frsize <= (cap_mb + 1) * 2**20 \
+        and info.f_bavail * info.f_frsize < 2**20
 
 
 if __name__ == "__main__":

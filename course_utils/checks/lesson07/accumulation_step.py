@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from ...probe import Spy, build_mlp, parameter_values, patched, run_learner
+from ...probe import Spy, build_mlp, marked_world, parameter_values, patched, run_learner
 from ..framework import check, expect_no_error, fail
 from .accumulation_step_rules import expect_the_weights
 
@@ -19,30 +19,23 @@ def make_inputs(seed: int, hidden: bool) -> dict:
     calls = [[[draw(size, 4), [rng.randrange(3) for _ in range(size)]] for _ in range(micro)]
              for _ in range(2)]
     spec = {"w1": draw(6, 4), "b1": draw(1, 6)[0], "w2": draw(3, 6), "b2": draw(1, 3)[0]}
-    # The probe's all-reduce scales the gradients by reduce_scale: the weights show how many
-    # all-reduces ran and on what, whatever a log kept in the kernel says.
+    # The probe's process group scales what each all-reduce reduces by reduce_scale.
     return {"spec": spec, "calls": calls, "lr": rng.choice([0.1, 0.3]) if hidden else 0.1,
             "reduce_scale": rng.choice([0.5, 1.5, 2.5]) if hidden else 1.5}
 
 
 def probe(accumulation_step, inputs):
-    """Call accumulation_step() twice on a one-process DDP model; log losses, syncs and steps."""
+    """Call accumulation_step() twice on a one-process DDP model; log losses, all-reduces (of
+    the process group: DDP's or any other), no_sync() blocks, forwards and steps."""
     import contextlib
     import gc
 
     import torch
-    import torch.distributed as dist
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel
 
-    def observe():
+    def observe(group, log):
         model = build_mlp(inputs["spec"])
-        ddp_model, log, calls = DistributedDataParallel(model), [], []
-
-        def logged_allreduce(state, bucket):
-            log.append("all-reduce")
-            bucket.buffer().mul_(inputs["reduce_scale"])
-            return allreduce_hook(state, bucket)
+        ddp_model, calls = DistributedDataParallel(model, process_group=group), []
 
         def loss_fn(outputs, labels):
             log.append("loss")
@@ -58,7 +51,6 @@ def probe(accumulation_step, inputs):
                     log.append("no_sync ended")
 
         original_no_sync = ddp_model.no_sync
-        ddp_model.register_comm_hook(None, logged_allreduce)
         # Through ddp_model or its module: the learner's micro-batches reach the model.
         model.register_forward_pre_hook(lambda module, args: log.append("forward"))
         optimizer = torch.optim.SGD(ddp_model.parameters(), lr=inputs["lr"])
@@ -73,16 +65,14 @@ def probe(accumulation_step, inputs):
             if run.error:
                 break
         return calls
-    created = not dist.is_initialized()
-    if created:  # a world of one process: DDP all-reduces for real, with nobody to wait for
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        return observe()
-    finally:
-        # Free the DDP model first: after destroy_process_group() its reducer can deadlock.
-        gc.collect()
-        if created:
-            dist.destroy_process_group()
+    # Every all-reduce on the group, however the answer issues it, scales what it reduces by
+    # reduce_scale: the weights show how many ran and on what, whatever a log kept here says.
+    log = []
+    with marked_world(inputs["reduce_scale"], log) as group:
+        try:
+            return observe(group, log)
+        finally:
+            gc.collect()  # the DDP models go while their group is still the default
 
 
 def _success(inputs: dict) -> str:
@@ -108,13 +98,14 @@ def check_accumulation_step(inputs, observations, hidden):
             fail(_never_reduced(where, log, k), "run the last micro-batch's forward and "
                  "backward outside no_sync(), through ddp_model itself.")
         if k not in synced:
-            fail(f"{where}, DDP all-reduced after micro-batch(es) {synced} but not after the "
-                 "last: the gradients added after that all-reduce are never averaged across "
-                 "the ranks, so their weights drift apart.", "run the last micro-batch outside "
-                 "no_sync(), and all the others inside `with ddp_model.no_sync():`.")
+            fail(f"{where}, the gradients were all-reduced after micro-batch(es) {synced} but "
+                 "not after the last: the gradients added after that all-reduce are never "
+                 "averaged across the ranks, so their weights drift apart.", "run the last "
+                 "micro-batch outside no_sync(), and all the others inside "
+                 "`with ddp_model.no_sync():`.")
         if synced != [k]:
-            fail(f"{where}, DDP all-reduced after micro-batch(es) {synced}: each all-reduce "
-                 "before the last sends every gradient over the network for nothing.",
+            fail(f"{where}, the gradients were all-reduced after micro-batch(es) {synced}: each "
+                 "all-reduce before the last sends every gradient over the network for nothing.",
                  "put the forward and backward of all but the last micro-batch inside "
                  "`with ddp_model.no_sync():`.")
         if log.count("step") != 1:

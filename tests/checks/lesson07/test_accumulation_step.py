@@ -231,3 +231,60 @@ def test_accumulation_hidden_inputs_follow_the_seed():
     made = {json.dumps(checks.check_accumulation_step.make_inputs(seed, True))
             for seed in HIDDEN_SEEDS}
     assert len(made) == len(HIDDEN_SEEDS)
+
+
+# All-reduces the probe's own hook never saw: before the probe's process group marked every
+# all-reduce, these scored 3/3 (one hooked all-reduce, after the last micro-batch).
+
+def all_reduced_by_a_second_wrapper(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong, and hiding it: no no_sync(); all but the last micro-batch go through a second DDP
+    wrapper of the same module (its own reducer, none of the probe's hooks)."""
+    from torch.nn.parallel import DistributedDataParallel
+    second = DistributedDataParallel(ddp_model.module)
+    optimizer.zero_grad()
+    *first, last = micro_batches
+    for features, labels in first:
+        (loss_fn(second(features), labels) / len(micro_batches)).backward()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+def all_reduced_by_hand(ddp_model, micro_batches, loss_fn, optimizer):
+    """Wrong, and hiding it: no no_sync(); all but the last micro-batch run on ddp_model.module
+    and all-reduce their gradients with dist.all_reduce, by hand."""
+    optimizer.zero_grad()
+    *first, last = micro_batches
+    for features, labels in first:
+        (loss_fn(ddp_model.module(features), labels) / len(micro_batches)).backward()
+        for parameter in ddp_model.parameters():
+            dist.all_reduce(parameter.grad)
+            parameter.grad /= dist.get_world_size()
+    features, labels = last
+    (loss_fn(ddp_model(features), labels) / len(micro_batches)).backward()
+    optimizer.step()
+
+
+@pytest.mark.parametrize("answer", [all_reduced_by_a_second_wrapper, all_reduced_by_hand],
+                         ids=lambda f: f.__name__)
+def test_all_reduces_the_probe_hook_never_saw_still_count(answer):
+    """The probe's process group logs and marks every all-reduce issued on it, not only DDP's
+    own: the gradients all-reduced on every micro-batch show, and the hidden run scores 0."""
+    message = failure(checks.check_accumulation_step, answer)
+    assert "the gradients were all-reduced after micro-batch(es) [1, 2, 3]" in message
+    assert "put the forward and backward of all but the last micro-batch inside" in message
+    verdict = graded(checks.check_accumulation_step, (answer,), hidden=True,
+                     seed=HIDDEN_SEEDS[0])
+    assert verdict.fraction == 0, verdict.message
+
+
+def test_the_learners_own_process_group_comes_back_after_the_probe():
+    """A notebook's demo leaves a one-process gloo group: the probe grades on its own group,
+    then the learner's is the default again."""
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        mine = dist.group.WORLD
+        passes(checks.check_accumulation_step, accumulation_step, seeds=[])
+        assert dist.group.WORLD is mine and dist.get_backend() == "gloo"
+    finally:
+        dist.destroy_process_group()
