@@ -5,6 +5,12 @@ import random
 
 from ...probe import StopProbe, describe, run_learner, whole_number
 from ..framework import case, check, expect_no_error, fail, is_kind
+from .largest_batch_size_rules import (
+    halving_sizes,
+    never_called,
+    success,
+    tried_sizes,
+)
 
 HINTS = {"OutOfMemoryError": "catch torch.OutOfMemoryError around the step, then try half.",
          "ValueError": "step() takes whole numbers >= 1: halve with `batch_size // 2`."}
@@ -55,46 +61,46 @@ def probe(largest_batch_size, inputs):
                 failed.append(weakref.ref(activations))
                 raise out_of_memory(batch_size)
 
-        run = run_learner(largest_batch_size, step, scenario["start"])
+        turns = [0]  # how often the answer's own code went back to an earlier line: a loop
+
+        def frame_tracer(frame):
+            last = [frame.f_lineno]
+
+            def on_line(frame, event, arg):
+                if event == "line":
+                    turns[0] += frame.f_lineno <= last[0]
+                    last[0] = frame.f_lineno
+                    if turns[0] > 10_000:  # a loop that does not end: stop it, say so
+                        raise StopProbe()
+                return on_line
+            return on_line
+
+        own = getattr(largest_batch_size, "__code__", None)
+        previous = sys.gettrace()
+        sys.settrace(lambda frame, event, arg: frame_tracer(frame) if frame.f_code is own else None)
+        try:
+            run = run_learner(largest_batch_size, step, scenario["start"])
+        finally:
+            sys.settrace(previous)
         return {"returned": describe(run.value), "error": run.error, "stopped": run.stopped,
-                "calls": calls}
+                "calls": calls, "loop_turns": turns[0]}
 
     return {"fits": [scenario_run(s) for s in inputs["fits"]],
             "nothing": scenario_run(inputs["nothing"]), "bug": scenario_run(inputs["bug"])}
 
 
-def _halvings(start: int) -> list[int]:
-    return [start >> i for i in range(start.bit_length())]  # start, start // 2, ..., 1
-
-
-def _success(inputs: dict) -> str:
-    fits = "; ".join(f"start {s['start']}, fits up to {s['limit']}" for s in inputs["fits"])
-    return (f"largest_batch_size() halves to the largest size that fits ({fits}), retries outside "
-            "the except block, raises when even 1 does not fit and lets other errors through.")
-
-
-def _sizes(result: dict, where: str) -> list[int]:
-    sizes = [call["size"].get("value") for call in result["calls"]]
-    if result["stopped"]:  # the sizes tell a loop stuck at 1 from one that does not halve
-        fail(f"{where}, largest_batch_size() called step() 30 times without stopping: it tried "
-             f"{', '.join(map(str, sizes[:5]))}, ..., {sizes[-1]}.",
-             "halve the batch size after each out-of-memory error, and stop after trying 1.")
-    return sizes
-
-
-@check(success=_success, make_inputs=make_inputs, probe=probe)
+@check(success=success, make_inputs=make_inputs, probe=probe)
 def check_largest_batch_size(inputs, observations, hidden):
     expect_no_error(observations["fits"][0]["error"], "largest_batch_size()", hints=HINTS)
     with case("halves from start and returns the first size that fits", 2):
         for scenario, result in zip(inputs["fits"], observations["fits"], strict=True):
             where = f"Starting at {scenario['start']}"
             expect_no_error(result["error"], "largest_batch_size()", where=where, hints=HINTS)
-            sizes, halvings = _sizes(result, where), _halvings(scenario["start"])
+            sizes, halvings = tried_sizes(result, where), halving_sizes(scenario["start"])
             fitting = next(s for s in halvings if s <= scenario["limit"])
             if sizes != halvings[:halvings.index(fitting) + 1]:
                 fail(f"{where}, largest_batch_size() tried {sizes}" + (
-                     f": it never called step() and returned {result['returned'].get('value')!r}"
-                     if not sizes else "") + ".",
+                     never_called(result) if not sizes else "") + ".",
                      "try `start` first, then half of it after each out-of-memory error "
                      "(`batch_size // 2`), and return as soon as a step runs.")
             returned = result["returned"]
@@ -117,12 +123,12 @@ def check_largest_batch_size(inputs, observations, hidden):
     with case("raises when even a batch of 1 runs out of memory", 1):
         where = f"When nothing fits (from {inputs['nothing']['start']})"
         result = observations["nothing"]
-        sizes = _sizes(result, where)
+        sizes = tried_sizes(result, where)
         if result["error"] is None:
             fail(f"{where}, largest_batch_size() returned {result['returned'].get('value')!r}.",
                  "when step(1) fails too there is no batch size to return: raise an error "
                  "(re-raising the out-of-memory error is simplest).")
-        halvings = _halvings(inputs["nothing"]["start"])
+        halvings = halving_sizes(inputs["nothing"]["start"])
         if sizes != halvings:
             fail(f"{where}, largest_batch_size() tried {sizes} before raising" + (
                  f": step(1) ran out of memory too, and it did not raise then but went on to "

@@ -221,6 +221,31 @@ def test_giving_up_before_a_batch_of_one():
                   seed=1).fraction < 1
 
 
+def largest_whose_loop_never_runs(step, start):
+    """Wrong: the search loop's condition is false from the start."""
+    batch_size = start
+    while batch_size < 1:
+        step(batch_size)
+        batch_size //= 2
+
+
+def largest_spinning_without_a_step(step, start):
+    """Wrong: the loop never calls step(), so nothing ever ends it."""
+    batch_size = start
+    while batch_size >= 1:
+        batch_size = max(batch_size, 1)
+
+
+@pytest.mark.parametrize(("answer", "seen"), [
+    (largest_whose_loop_never_runs, "it never called step() and returned None (its code never "
+                                    "went round a loop)"),
+    (largest_spinning_without_a_step, "largest_batch_size() went round its loop 10001 times "
+                                      "without calling step()")], ids=["never-runs", "spins"])
+def test_what_the_loop_did_is_said(answer, seen):
+    """The probe counts the turns of the answer's own loop: one that never ran or never ends."""
+    assert seen in failure(checks.check_largest_batch_size, answer)
+
+
 @pytest.mark.parametrize("answer", [largest_batch_size, largest_with_course_helper,
                                     largest_with_a_flag, largest_with_continue,
                                     largest_with_suppress, largest_with_numpy_sizes,
