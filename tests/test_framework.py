@@ -67,6 +67,24 @@ def test_malformed_observations_fail_closed_with_a_message():
     assert result.fraction == 0 and "could not be checked" in result.message
 
 
+def test_a_name_error_in_the_learners_function_says_it_assigns_the_name_nowhere():
+    """From the error's facts: the name, the line, and the function's own arguments."""
+    from course_utils.probe import describe_error
+
+    namespace: dict = {}
+    exec(compile("def fit(sizes, seconds):\n    return x - sizes\n", "<cell>", "exec"),
+         namespace)
+    try:
+        namespace["fit"]([1], [2])
+    except NameError as raised:
+        error = describe_error(raised)
+    with pytest.raises(CheckFailure) as failed:
+        expect_no_error(error, "fit()")
+    assert "raised NameError: name 'x' is not defined at line 2 of fit" in str(failed.value)
+    assert "; fit() assigns `x` nowhere, and its arguments are `sizes` and `seconds`." \
+           in str(failed.value)
+
+
 def test_errors_are_classified_by_class_not_message_text():
     error = {"type": "UnboundLocalError", "kinds": ["UnboundLocalError", "NameError", "Exception"],
              "message": "wording that changes between versions", "attribute": None,

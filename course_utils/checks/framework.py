@@ -23,6 +23,7 @@ import contextvars
 import inspect
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -325,7 +326,23 @@ def expect_no_error(error: ErrorFacts | None, what: str, *, where: str = "",
     else:
         fix = (f"call {what} on a small input in a new cell and read the traceback." if
                "(" in what else "run the cell on a small input and read the traceback.")
-    fail(f"{prefix}{what} raised {error_summary(error)}{where_in_code(error)}.", fix)
+    fail(f"{prefix}{what} raised {error_summary(error)}{where_in_code(error)}"
+         f"{never_assigned(error)}.", fix)
+
+
+def never_assigned(error: ErrorFacts) -> str:
+    """For a NameError in a function of the learner's: '; f() assigns x nowhere, and its
+    arguments are a and b' (a name it assigned anywhere would be its local, and reading it
+    unset an UnboundLocalError), or ''."""
+    line = error.get("line")
+    missing = re.fullmatch(r"name '(\w+)' is not defined", error["message"])
+    if error["type"] != "NameError" or not line or not missing or "arguments" not in line \
+            or not line["function"].isidentifier():
+        return ""
+    arguments = [f"`{name}`" for name in line["arguments"]]
+    return f"; {line['function']}() assigns `{missing[1]}` nowhere, and " + (
+        f"its arguments are {', '.join(arguments[:-1])} and {arguments[-1]}" if len(arguments) > 1
+        else f"its argument is {arguments[0]}" if arguments else "it takes no arguments")
 
 
 def error_summary(error: ErrorFacts) -> str:

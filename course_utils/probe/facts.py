@@ -8,7 +8,7 @@
 What a probe reports about an error has one shape, :class:`ErrorFacts`, built in one place,
 :func:`error_facts`; verify() functions on the trusted side read it by these keys.
 """
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class LineFacts(TypedDict):
@@ -17,6 +17,9 @@ class LineFacts(TypedDict):
     lineno: int
     text: str  # at most 200 characters
     function: str
+    # the names of that function's own arguments (set for an error's line only): a NameError's
+    # message can say which names the function had to work with
+    arguments: NotRequired[list]
 
 
 class ErrorFacts(TypedDict):
@@ -93,12 +96,15 @@ def describe_error(error):
     import traceback
 
     frames = traceback.extract_tb(error.__traceback__)
-    learner = [frame for frame in frames if not _is_library_file(frame.filename)]
+    codes = [frame.f_code for frame, _ in traceback.walk_tb(error.__traceback__)]
+    learner = [(frame, code) for frame, code in zip(frames, codes, strict=True)
+               if not _is_library_file(frame.filename)]
     line = None
     if learner:
-        frame = learner[-1]
+        frame, code = learner[-1]
         text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-        line = LineFacts(lineno=frame.lineno, text=text[:200], function=frame.name)
+        line = LineFacts(lineno=frame.lineno, text=text[:200], function=frame.name, arguments=list(
+            code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]))
     raised_in = None
     if frames and _is_library_file(frames[-1].filename):
         parts = frames[-1].filename.replace("\\", "/").split("/")
