@@ -10,7 +10,7 @@ import random
 from ...probe import build_structure, fingerprint, observe_structure, run_learner
 from ...probe.structures import box_spec, leaf_spec, tensor_spec
 from ..framework import check, expect_no_error, fail
-from .to_device_rules import LEAF_TYPES, REBUILD, STRING_FIX, verify_nodes
+from .to_device_rules import LEAF_TYPES, REBUILD, STRING_FIX, fail_in_call, verify_nodes
 
 DTYPES = ("float32", "int64", "bool", "float16")
 KEYS = ("inputs", "targets", "mask", "ids", "lengths", "pixels", "labels", "extra")
@@ -74,12 +74,36 @@ def probe(to_device, inputs):
                 as_is(got, given, [*path, index], out)
         return out
 
+    def innermost_call(error):
+        """What the innermost call of to_device() that the error passed through was given."""
+        import traceback
+
+        own = getattr(to_device, "__code__", None)
+        frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)
+                  if frame.f_code is own and own.co_argcount]
+        if not frames:
+            return None
+        given = frames[-1].f_locals.get(own.co_varnames[0])
+        kind = type(given)
+        return {"argument": own.co_varnames[0], "module": kind.__module__, "type": kind.__name__,
+                "container": next((c.__name__ for c in (list, tuple, dict)
+                                   if isinstance(given, c)), None),
+                "namedtuple": isinstance(given, tuple) and hasattr(given, "_fields")}
+
+    def traced(obj, device):
+        try:
+            return to_device(obj, device)
+        except Exception as error:
+            failing.append(innermost_call(error))
+            raise
+
     results = []
     for spec in inputs["structures"]:
         original = build_structure(spec)
-        before = fingerprint(original)
-        run = run_learner(to_device, original, torch.device(inputs["device"]))
+        before, failing = fingerprint(original), []
+        run = run_learner(traced, original, torch.device(inputs["device"]))
         results.append({"error": run.error, "changed": fingerprint(original) != before,
+                        "failing_call": failing[0] if run.error and failing else None,
                         "nodes": None if run.error else observe_structure(run.value, spec),
                         "as_is": [] if run.error else as_is(run.value, original, [], [])})
     return results
@@ -107,6 +131,8 @@ def check_to_device(inputs, observations, hidden):
         spec["kind"] not in ("none", "tensor", "ndarray") and result["nodes"] and
         result["nodes"][0]["type"] == "NoneType"), "")
     for spec, result in zip(inputs["structures"], observations, strict=True):
+        if result["error"] and result["failing_call"]:
+            fail_in_call(result["error"], result["failing_call"], HINTS)
         expect_no_error(result["error"], "to_device()", hints=HINTS)
         if result["changed"]:
             fail("to_device() changed the structure it was given instead of returning a new one.",

@@ -3,8 +3,9 @@ the message for the first that is not (where it is, what came back, what the pro
 of the containers returned as passed in)."""
 from __future__ import annotations
 
+from ...probe import ErrorFacts
 from ...probe.structures import spec_at
-from ..framework import a, fail
+from ..framework import Hint, a, error_summary, fail, is_stub, where_in_code
 
 LEAF_TYPES = {"int": "int", "float": "float", "str": "str", "none": "NoneType", "bool": "bool",
               "ndarray": "ndarray", "tensor": "Tensor"}
@@ -79,3 +80,21 @@ def verify_nodes(spec: dict, nodes: list, target: str, as_is: list, alone: str) 
         elif "value" in node and node["value"] != expected.get("value"):
             fail(f"At {where}, {a(got)} value was changed.",
                  STRING_FIX if kind == "str" else "return values that are not tensors unchanged.")
+
+
+def fail_in_call(error: ErrorFacts, call: dict, hints: dict[str, Hint]) -> None:
+    """An error, with what the innermost call of to_device() it passed through was given:
+    a value that is no container, or a plain tuple where a namedtuple's rebuild was used."""
+    given = call["type"] if call["module"] == "builtins" else f"{call['module']}.{call['type']}"
+    seen = (f"{a(given)}, which is not a list, tuple or dict" if call["container"] is None else
+            f"a plain {call['container']}" + (
+                ", not a namedtuple (it has no `_fields`)" if call["container"] == "tuple" and
+                not call["namedtuple"] else ""))
+    if is_stub(error):
+        return
+    fixes = [hint(error) if callable(hint) else hint
+             for hint in (hints.get(kind) for kind in error["kinds"]) if hint]
+    fail(f"to_device() raised {error_summary(error)}{where_in_code(error)}, in the call "
+         f"to_device({call['argument']}, ...) given {seen}.",
+         next((fix for fix in fixes if fix), "call to_device() on a small input in a new cell "
+              "and read the traceback."))

@@ -187,6 +187,16 @@ def test_to_device_mistakes(answer, expected):
     assert "How to fix it:" in message
 
 
+def test_an_error_says_what_the_innermost_call_was_given():
+    """From the traceback's innermost to_device() frame: its argument's type."""
+    message = failure(checks.check_to_device, to_device_star_args)
+    assert "in the call to_device(obj, ...) given a plain tuple, not a namedtuple (it has no " \
+           "`_fields`)." in message.splitlines()[0]
+    message = failure(checks.check_to_device, to_device_any_sequence)
+    assert "in the call to_device(obj, ...) given a str, which is not a list, tuple or dict." \
+           in message.splitlines()[0]
+
+
 def test_to_device_messages_name_where():
     message = failure(checks.check_to_device, to_device_no_dicts)
     assert "obj['images']" in message and "inside a dict" in message
