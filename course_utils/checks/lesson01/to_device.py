@@ -76,9 +76,10 @@ def probe(to_device, inputs):
 
     def innermost_call(error):
         """What the innermost call of to_device() that the error passed through was given."""
+        import inspect
         import traceback
 
-        own = getattr(to_device, "__code__", None)
+        own = getattr(inspect.unwrap(to_device), "__code__", None)  # through functools.wraps()
         frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)
                   if frame.f_code is own and own.co_argcount]
         if not frames:

@@ -30,6 +30,7 @@ def make_inputs(seed: int, hidden: bool) -> dict:
 
 def probe(largest_batch_size, inputs):
     """Run the answer on steps that run out of memory above a limit; record every call."""
+    import inspect
     import sys
     import weakref
 
@@ -75,7 +76,7 @@ def probe(largest_batch_size, inputs):
                 return on_line
             return on_line
 
-        own = getattr(largest_batch_size, "__code__", None)
+        own = getattr(inspect.unwrap(largest_batch_size), "__code__", None)  # through wraps()
         previous = sys.gettrace()
         sys.settrace(lambda frame, event, arg: frame_tracer(frame) if frame.f_code is own else None)
         try:
