@@ -71,8 +71,8 @@ def probe(largest_batch_size, inputs):
                 if event == "line":
                     turns[0] += frame.f_lineno <= last[0]
                     last[0] = frame.f_lineno
-                    if turns[0] > 10_000:  # a loop that does not end: stop it, say so
-                        raise StopProbe()
+                    if turns[0] == 100_000:  # far past any search's: a loop that does not
+                        raise StopProbe()  # end, stopped and said so (at 100 000 turns)
                 return on_line
             return on_line
 
@@ -84,7 +84,8 @@ def probe(largest_batch_size, inputs):
         finally:
             sys.settrace(previous)
         return {"returned": describe(run.value), "error": run.error, "stopped": run.stopped,
-                "calls": calls, "loop_turns": turns[0]}
+                "calls": calls, "loop_turns": turns[0],
+                "loop_stopped": turns[0] == 100_000}
 
     return {"fits": [scenario_run(s) for s in inputs["fits"]],
             "nothing": scenario_run(inputs["nothing"]), "bug": scenario_run(inputs["bug"])}

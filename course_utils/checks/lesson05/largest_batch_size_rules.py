@@ -25,7 +25,7 @@ def _turns(result: dict) -> str:
 def tried_sizes(result: dict, where: str) -> list[int]:
     """The sizes passed to step(); fails when the answer did not stop."""
     sizes = [call["size"].get("value") for call in result["calls"]]
-    if result["loop_turns"] > 10_000:  # stopped by the probe's loop guard
+    if result["loop_stopped"]:  # the probe stopped a loop that did not end
         fail(f"{where}, largest_batch_size() went round its loop {result['loop_turns']} times "
              + (f"but called step() only {len(sizes)} times, and did not stop." if sizes else
                 "without calling step(): no step ran, so no OutOfMemoryError was ever raised "

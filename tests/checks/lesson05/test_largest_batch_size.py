@@ -240,7 +240,7 @@ def largest_spinning_without_a_step(step, start):
     (largest_whose_loop_never_runs,
      "it never called step() and returned None (its code never went round a loop)"),
     (largest_spinning_without_a_step,
-     "largest_batch_size() went round its loop 10001 times without calling step()")],
+     "largest_batch_size() went round its loop 100000 times without calling step()")],
     ids=["never-runs", "spins"])
 def test_what_the_loop_did_is_said(answer, seen):
     """The probe counts the turns of the answer's own loop: one that never ran or never ends."""
