@@ -27,9 +27,10 @@ def tried_sizes(result: dict, where: str) -> list[int]:
     sizes = [call["size"].get("value") for call in result["calls"]]
     if result["loop_stopped"]:  # the probe stopped a loop that did not end
         fail(f"{where}, largest_batch_size() went round its loop {result['loop_turns']} times "
-             + (f"but called step() only {len(sizes)} times, and did not stop." if sizes else
+             + (f"but called step() only {len(sizes)} times; the check stopped it there."
+                if sizes else
                 "without calling step(): no step ran, so no OutOfMemoryError was ever raised "
-                "or caught, and it would never have returned."),
+                "or caught; the check stopped it there."),
              "call step(batch_size) inside the loop, in a `try` block; on "
              "torch.OutOfMemoryError halve the size, otherwise return it.")
     if result["stopped"]:  # the sizes tell a loop stuck at 1 from one that does not halve
