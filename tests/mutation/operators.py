@@ -150,12 +150,27 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
     names = set().union(*(names_in(part) for part in header(statement))) if header(
         statement) else set()
     names |= {STATEMENT_WORDS[type(statement)]} if type(statement) in STATEMENT_WORDS else set()
+    if node is statement and not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+        # the whole compound statement changed (deleted): what its body assigns is changed too
+        names |= _assigned_in(getattr(statement, "body", []))
     names |= _dict_keys(node, place)
     functions = [a for a in place.ancestors if isinstance(a, ast.FunctionDef)]
     if functions and any(isinstance(a, ast.ClassDef) for a in place.ancestors):
         names.add(functions[-1].name.strip("_"))
-    keys = _dict_keys(node, place)
+    # short names count where they cannot be a stray word: a dict's key, a function called
+    keys = _dict_keys(node, place) | {sub.func.id for part in header(statement)
+                                      for sub in ast.walk(part) if isinstance(sub, ast.Call)
+                                      and isinstance(sub.func, ast.Name)}
     return tuple(sorted(n for n in names if (len(n) >= 3 or n in keys) and n not in IGNORED_NAMES))
+
+
+def _assigned_in(body: list[ast.stmt]) -> set[str]:
+    """The plain names the statements assign (targets of =, +=, for, with ... as)."""
+    targets = [target for statement in body for sub in ast.walk(statement)
+               for target in (sub.targets if isinstance(sub, ast.Assign) else
+                              [sub.target] if isinstance(sub, (ast.AugAssign, ast.AnnAssign,
+                                                                ast.For)) else [])]
+    return {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
 
 
 # A statement's own word, for statements whose names alone may not tell them. A bare `raise`
