@@ -150,6 +150,8 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
     names = set().union(*(names_in(part) for part in header(statement))) if header(
         statement) else set()
     names |= {STATEMENT_WORDS[type(statement)]} if type(statement) in STATEMENT_WORDS else set()
+    if isinstance(statement, ast.Raise) and statement.exc is None:
+        names.add("re-raise")  # a bare raise re-raises: "raise" alone would name anything
     if node is statement and not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
         # the whole compound statement changed (deleted): what its body assigns is changed too
         names |= _assigned_in(getattr(statement, "body", []))
@@ -173,8 +175,9 @@ def _assigned_in(body: list[ast.stmt]) -> set[str]:
     return {sub.id for target in targets for sub in ast.walk(target) if isinstance(sub, ast.Name)}
 
 
-# A statement's own word, for statements whose names alone may not tell them. A bare `raise`
-# gets none: "raise" is in nearly every message about an exception, so it would name anything.
+# A statement's own word, for statements whose names alone may not tell them. `raise` gets
+# none: "raise" is in nearly every message about an exception, so it would name anything (a
+# bare `raise` is named "re-raise", in construct_names).
 STATEMENT_WORDS = {ast.Return: "return", ast.For: "loop", ast.While: "loop",
                    ast.Try: "except"}
 

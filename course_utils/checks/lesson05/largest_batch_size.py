@@ -132,9 +132,10 @@ def check_largest_batch_size(inputs, observations, hidden):
                  "(re-raising the out-of-memory error is simplest).")
         halvings = halving_sizes(inputs["nothing"]["start"])
         if sizes != halvings:
+            went_on = sizes[:len(halvings)] == halvings
             fail(f"{where}, largest_batch_size() tried {sizes} before raising" + (
-                 f": step(1) ran out of memory too, and it did not raise then but went on to "
-                 f"step({sizes[len(halvings)]})" if sizes[:len(halvings)] == halvings else
+                 f": step(1) ran out of memory too, and it did not raise (or re-raise) then "
+                 f"but went on to step({sizes[len(halvings)]})" if went_on else
                  f": it gave up before trying {halvings[len(sizes)]}" if sizes == halvings[
                      :len(sizes)] else "") + ".",
                  "halve after each failure down to 1, then raise.")
