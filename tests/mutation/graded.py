@@ -32,7 +32,7 @@ from pathlib import Path
 
 import nbformat
 
-from .analysis import alternatives, equivalents, warm_up
+from .analysis import alternative_name, alternatives, equivalents, warm_up
 from .exercises import ROOT, Exercise, exercise
 from .run import run_one, settings
 from .variants import variants
@@ -99,9 +99,16 @@ def in_process(found: Exercise, student: str, source: str) -> InProcess:
 
 def alternative_source(found: Exercise, answer) -> str | None:
     """A right alternative as a solution cell: its module's imports, its function, and the
-    exercise's name bound to it; None where it is not one plain function."""
-    if len(found.names) != 1 or not inspect.isfunction(answer):
+    exercise's name bound to it, or the name bound to a literal (lesson01/on_gpu's answers
+    are data); None where it is neither."""
+    if len(found.names) != 1:
         return None
+    if not inspect.isfunction(answer):
+        try:
+            return f"{found.names[0]} = {answer!r}\n" if ast.literal_eval(
+                repr(answer)) == answer else None
+        except (ValueError, SyntaxError):  # not a literal: an OrderedDict, an object
+            return None
     body = textwrap.dedent(inspect.getsource(answer))
     used = {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
     imports = []  # only what the function uses: a learner's cell imports no test tools
@@ -113,6 +120,10 @@ def alternative_source(found: Exercise, answer) -> str | None:
     return "\n".join([*imports, "", body, f"{found.names[0]} = {answer.__name__}", ""])
 
 
+def _student(found: Exercise, variant_id: str) -> str:
+    return f"{found.grade_id}-{variant_id.rsplit(':', 1)[1]}"
+
+
 def pick(found: Exercise, killed: int) -> list[Sample]:
     """``killed`` variants the check fails in-process (learner and generic in turn), and one
     right answer: the first equivalent variant, else the first right alternative that keeps
@@ -122,11 +133,12 @@ def pick(found: Exercise, killed: int) -> list[Sample]:
                         key=lambda v: _order(v.id))
     for turn in range(killed):
         kind = ("learner", "generic")[turn % 2]
-        candidates = [v for v in everything if v.kind == kind] or everything
+        taken = {sample.student for sample in chosen}
+        # this turn's kind first; the other's once it has none left (a sort keeps the order)
+        candidates = sorted((v for v in everything if _student(found, v.id) not in taken),
+                            key=lambda v: v.kind != kind)
         for variant in candidates[:TRIES_PER_KILL]:
-            if any(sample.what.endswith(variant.id) for sample in chosen):
-                continue
-            student = f"{found.grade_id}-{variant.id.rsplit(':', 1)[1]}"
+            student = _student(found, variant.id)
             verdict = in_process(found, student, variant.source)
             if verdict.checked and not verdict.full:  # killed by the check, not the cell
                 chosen.append(Sample(found, student, f"{variant.kind} variant {variant.id}",
@@ -134,10 +146,10 @@ def pick(found: Exercise, killed: int) -> list[Sample]:
                 break
     rights = [(f"equivalent {v.id}", v.source) for v in sorted(
         (v for v in variants(found) if v.id in known), key=lambda v: _order(v.id))]
-    rights += [(f"right alternative {answer.__name__}", text) for answer, text in sorted(
-        ((a, alternative_source(found, a)) for a in alternatives(found)),
-        key=lambda pair: _order(getattr(pair[0], "__name__", "")))
-        if text is not None]
+    written = [(f"right alternative {alternative_name(answer)}", alternative_source(found, answer))
+               for answer in alternatives(found)]
+    rights += sorted(((what, text) for what, text in written if text is not None),
+                     key=lambda pair: _order(pair[1]))
     for what, source in rights:
         student = f"{found.grade_id}-right-{hashlib.sha1(source.encode()).hexdigest()[:8]}"
         verdict = in_process(found, student, source)
