@@ -94,6 +94,15 @@ MUTATION_FLAGS ?=
 mutation: $(TEST_STAMP)
 	$(PY) -m tests.mutation --check --write $(MUTATION_FLAGS)
 
+# ---- The mutation analysis's in-process verdicts against `course grade`'s (sandboxed): 3 answers
+# per exercise of 7 fast exercises (2 variants the check kills, 1 right answer), each a copy of
+# the lesson's solution notebook with it in place of the solution cell, graded in one
+# `course grade --jobs 2` run with the seed the in-process runs use (tests/mutation/graded.py).
+# Fails on any disagreement. Not part of `make test`: about a minute.
+.PHONY: test-mutation-grade
+test-mutation-grade: $(TEST_STAMP)
+	$(PY) -m tests.mutation --through-grade 3
+
 release: $(STAMP)
 	$(VENV)/bin/course release
 

@@ -16,7 +16,9 @@ import pytest
 
 from .conftest import ROOT
 from .mutation.analysis import alternatives, equivalents
+from .mutation.exercises import exercise as exercise_named
 from .mutation.exercises import exercises
+from .mutation.graded import InProcess, Sample, compare
 from .mutation.report import REPORT, load_baseline, markdown, regressions
 from .mutation.run import first_sentence, mentions, settings
 from .mutation.variants import OPERATORS, variants
@@ -105,3 +107,32 @@ def test_the_ratchet_flags_a_lower_share_a_new_survivor_and_a_lost_alternative()
     assert f"new survivor {row['id']}" in found
     assert "learner named_share fell" in found
     assert "right alternative right_one lost points" in found
+
+
+def test_one_exercise_graded_through_course_grade_agrees_with_in_process(grading_sandbox):
+    """`make test-mutation-grade`'s comparison on one fast exercise: a killed variant and a
+    right alternative, graded in the sandbox (about 6 s; the make target grades 21)."""
+    done = subprocess.run([sys.executable, "-m", "tests.mutation", "--through-grade", "2",
+                           "--exercise", "lesson03/crossover"], cwd=ROOT, text=True,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 sample(s) of 1 exercise(s)" in done.stdout and "2 agree" in done.stdout
+
+
+def test_the_graded_comparison_flags_other_verdicts_points_and_model_answers():
+    found = exercise_named("lesson03/crossover")
+    killed = Sample(found, "killed", "a variant", "", InProcess(True, False, 0.0, "visible: wrong"))
+    right = Sample(found, "right", "an alternative", "", InProcess(True, True, 1.0, "passed"))
+
+    def row(crossover, time_fn=3.0):
+        return {"exercises": {"test_time_fn": time_fn, "test_crossover": crossover},
+                "status": "graded", "reason": ""}
+
+    agreeing = {("killed", found.lesson): row(0.0), ("right", found.lesson): row(3.0)}
+    assert compare([killed, right], agreeing) == []
+    other = {("killed", found.lesson): row(3.0), ("right", found.lesson): row(1.5, 0.0)}
+    found_lines = "\n".join(line for _, line in compare([killed, right], other))
+    assert "a variant: in-process fails (visible: wrong; hidden run 0.0/3), graded 3.0/3" \
+        in found_lines
+    assert "an alternative: in-process full marks" in found_lines
+    assert "lost points elsewhere: {'test_time_fn': 0.0}" in found_lines

@@ -2,7 +2,8 @@
 
 Runs the mutation analysis (docs/mutation.md says what it measures) and prints each
 exercise's figures; --write records them in tests/mutation/baseline.json and rewrites
-docs/mutation.md.
+docs/mutation.md. --through-grade N instead grades a sample of N answers per exercise through
+`course grade` and compares its verdicts with in-process ones (tests/mutation/graded.py).
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def _arguments(argv):
     parser.add_argument("--kind", choices=["generic", "learner"],
                         help="run one class of variants only (a lighter run)")
     parser.add_argument("--verbose", action="store_true", help="print every variant's verdict")
+    parser.add_argument("--through-grade", type=int, metavar="N",
+                        help="grade N answers per exercise (N-1 killed variants, one right) "
+                             "through `course grade` and compare with in-process (default "
+                             "exercises: tests/mutation/graded.py's SAMPLE)")
     return parser.parse_args(argv)
 
 
@@ -41,6 +46,10 @@ def main(argv=None) -> int:
     args = _arguments(argv)
     import course_utils.checks  # noqa: F401 - loaded once, before the children fork
 
+    if args.through_grade is not None:
+        from .graded import main as through_grade
+
+        return through_grade(args.through_grade, args.exercise)
     chosen = [exercise(key) for key in args.exercise] if args.exercise else [
         e for e in exercises() if args.slow or not settings(e).slow]
     seeds = tuple(int(s) for s in args.seeds.split(",") if s) if args.seeds is not None \

@@ -125,7 +125,11 @@ def markdown(baseline: dict) -> str:
         "A variant that passes every run is a *survivor*, unless "
         "tests/mutation/equivalents.json lists it with the reason it behaves as the model "
         "answer does. *right*: right alternatives that keep full marks on every run. "
-        "The matching of words is a heuristic: read the listed messages, not only the shares."),
+        "The matching of words is a heuristic: read the listed messages, not only the shares. "
+        "The verdicts are the in-process ones; `make test-mutation-grade` grades a sample (2 "
+        "killed variants and a right answer for each of 7 fast exercises) through `course "
+        "grade` in the sandbox with the same seeds and fails unless every graded cell's "
+        "points agree."),
         "",
         (f"**Goals** (issue 27): every non-equivalent generic variant fails "
         f"({_share(GOALS['generic_killed'])}), {_share(GOALS['generic_named'])} of them with "
