@@ -33,6 +33,7 @@ from .instruments import (
     track_moves,
 )
 from .models import build_mlp, optimizer_state_values, parameter_values
+from .portable import portable_answers
 from .simulated_clock import SimulatedClock
 from .simulated_machine import SimulatedMachine
 from .structures import build_structure, fingerprint, observe_structure
@@ -70,6 +71,7 @@ __all__ = [
     "optimizer_state_values",
     "parameter_values",
     "patched",
+    "portable_answers",
     "read_by",
     "run_learner",
     "track_moves",

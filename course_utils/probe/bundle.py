@@ -13,7 +13,7 @@ from pathlib import Path
 
 # Dependency order: each module uses only names defined by the ones before it.
 MODULES = ("facts", "syncs", "instruments", "models", "collectives", "structures",
-           "simulated_machine", "simulated_clock")
+           "simulated_machine", "simulated_clock", "portable")
 
 _SIBLING_IMPORT = re.compile(r"^from \.\w+ import [\w, ]+$")
 
