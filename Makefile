@@ -190,22 +190,21 @@ VERSIONS_TESTS ?= tests solutions $(VERSIONS_LEFT_OUT)
 test-versions:
 	@for version in $(TESTED_TORCH); do $(MAKE) --no-print-directory test-torch TORCH=$$version || exit 1; done
 
+# Both installs keep the machine's pip configuration out: a find-links folder or a global
+# constraint there (this project's VM caps torch at 2.14.1) would refuse or swap the version asked for
+VERSIONS_PIP = env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null \
+	.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
+	--index-url $(VERSIONS_INDEX)
 test-torch:
 	@test -n "$(TORCH)" || { echo "make test-torch TORCH=<version>, e.g. TORCH=2.11.0"; exit 2; }
 	test -x .venv-torch-$(TORCH)/bin/python || $(PYTHON) -m venv .venv-torch-$(TORCH)
-	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null .venv-torch-$(TORCH)/bin/python -m pip install \
-		--quiet --disable-pip-version-check --index-url $(VERSIONS_INDEX) torch==$(TORCH)
+	$(VERSIONS_PIP) torch==$(TORCH)
 	@# torch and what torch alone pins (its CUDA libraries, triton; setuptools, which torch 2.11
 	@# caps below 82) follow the version asked for; torch itself stays the one asked for, or pip
 	@# would quietly swap in another version that fits the rest
 	grep -v -E '^(torch|triton|nvidia-|cuda-|setuptools)' requirements.lock > .venv-torch-$(TORCH)/constraints.txt
 	echo 'torch==$(TORCH)' >> .venv-torch-$(TORCH)/constraints.txt
-	@# the machine's pip configuration stays out of this install too: a global constraint there
-	@# (this project's VM caps torch at 2.14.1) would refuse the version asked for
-	env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null \
-		.venv-torch-$(TORCH)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--index-url $(VERSIONS_INDEX) --constraint .venv-torch-$(TORCH)/constraints.txt \
-		--editable '.[test,postgres]'
+	$(VERSIONS_PIP) --constraint .venv-torch-$(TORCH)/constraints.txt --editable '.[test,postgres]'
 	.venv-torch-$(TORCH)/bin/python -m ipykernel install --sys-prefix --name $(KERNEL_NAME) --display-name "Python (GPU course)" >/dev/null
 	.venv-torch-$(TORCH)/bin/python -c "import torch, sys; v = torch.__version__.split('+')[0]; \
 		sys.exit(None if v == '$(TORCH)' else f'asked for torch $(TORCH), got {v}')"

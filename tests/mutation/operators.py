@@ -155,19 +155,19 @@ def construct_names(node: ast.AST, place: Place) -> tuple[str, ...]:
     if node is statement and not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
         # the whole compound statement changed (deleted): what its body assigns is changed too
         names |= _assigned_in(getattr(statement, "body", []))
-    names |= _dict_keys(node, place)
+    keys = _dict_keys(node, place)
+    names |= keys
     functions = [a for a in place.ancestors if isinstance(a, ast.FunctionDef)]
     if functions and any(isinstance(a, ast.ClassDef) for a in place.ancestors):
         names.add(functions[-1].name.strip("_"))
     # short names count where they cannot be a stray word: a dict's key, a function called
-    keys = _dict_keys(node, place) | {sub.func.id for part in header(statement)
-                                      for sub in ast.walk(part) if isinstance(sub, ast.Call)
-                                      and isinstance(sub.func, ast.Name)}
+    keys |= {sub.func.id for part in header(statement) for sub in ast.walk(part)
+             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)}
     return tuple(sorted(n for n in names if (len(n) >= 3 or n in keys) and n not in IGNORED_NAMES))
 
 
 def _assigned_in(body: list[ast.stmt]) -> set[str]:
-    """The plain names the statements assign (targets of =, +=, for, with ... as)."""
+    """The plain names the statements assign (targets of =, +=, annotated =, for)."""
     targets = [target for statement in body for sub in ast.walk(statement)
                for target in (sub.targets if isinstance(sub, ast.Assign) else
                               [sub.target] if isinstance(sub, (ast.AugAssign, ast.AnnAssign,
