@@ -58,13 +58,13 @@ def test_forged_data_fail_the_answer_and_a_verify_bug_is_the_graders():
 
 
 def test_the_grader_reports_a_verify_bug_as_its_own_error_not_the_learners_zero(monkeypatch):
-    """worker.run_check lets GraderError through (the notebook's status becomes `error`);
+    """check_api.run_check lets GraderError through (the notebook's status becomes `error`);
     forged data still score 0 with the reason."""
     import json
 
     from course_utils.checks import REGISTRY
+    from course_utils.grading.check_api import run_check
     from course_utils.grading.testcells import CheckCall
-    from course_utils.grading.worker import run_check
 
     class Session:  # the kernel's answer to the probe expression: JSON text, as a repr
         def __init__(self, observations):

@@ -52,6 +52,19 @@ FORGERIES = {
                           "builds a process group of its own (`ProcessGroupGloo`)"),
     "own process group, imported": ("from torch.distributed import ProcessGroupGloo as G\n",
                                     "builds a process group of its own"),
+    # Spelled so that no name above appears: only the dynamic code itself is named.
+    "code from a string": (("exec('import tor' + 'ch._dynamo as d; d.explain = None')\n"),
+                           "runs code or imports built at run time (`exec`)"),
+    "import built at run time": (("m = __import__('to' + 'rch._dynamo', fromlist=['x'])\n"
+                                  "setattr(m, 'expl' + 'ain', None)\n"),
+                                 "runs code or imports built at run time (`__import__`)"),
+    "importlib": (("import importlib\ng = importlib.import_module('g' + 'c')\n"),
+                  "runs code or imports built at run time (`import_module`)"),
+    "the result channel": (("import os\nfor fd in range(3, 9):\n"
+                            "    os.write(fd, b'COURSE-CLEAN-RUN {}\\n')\n"),
+                           "calls `os.write`"),
+    "another process's descriptors": ("open(f'/proc/{1}/fd/3', 'wb')\n",
+                                      "(the processes' own files)"),
     "result formatter": (("formatter = get_ipython().display_formatter.formatters['text/plain']\n"
                           "formatter.for_type(str, lambda text, printer, cycle: None)\n"),
                          "reaches `display_formatter`"),
@@ -66,7 +79,8 @@ def test_each_forgery_route_is_named(name):
 
 def test_honest_code_is_not_flagged():
     """Checks what honest answers do: gc.collect(), cudnn.benchmark, a variable named `input`."""
-    honest = ("import gc, torch\ngc.collect()\ntorch.backends.cudnn.benchmark = True\n"
+    honest = ("import gc, torch, importlib\ngc.collect()\ntorch.backends.cudnn.benchmark = True\n"
+              "model_eval = torch.nn.Linear(2, 2).eval()\nnp = importlib.import_module('numpy')\n"
               "input = torch.ones(2)\nmodel = torch.nn.Linear(2, 2)\nmodel.weight.data[0] = 1\n"
               "%timeit model(input)\n")
     assert review_reasons([honest, "%%time\nx = 1\n"]) == []

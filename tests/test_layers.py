@@ -26,8 +26,9 @@ ALLOWED: dict[tuple[str, str], str] = {}
 
 # (wing, wing below it) -> the only modules of the first that may import the second, and why.
 FENCES: dict[tuple[str, str], tuple[set[str], str]] = {
-    ("grading", "checks"): ({"course_utils.grading.worker"},
-                            "grading/ reaches checks/ only through worker.py's check API"),
+    ("grading", "checks"): ({"course_utils.grading.check_api", "course_utils.grading.alone"},
+                            ("grading/ reaches checks/ only through check_api.py and alone.py, "
+                             "which speaks clean_run.py's protocol")),
 }
 
 
@@ -211,7 +212,7 @@ def test_allowed_imports_downward_and_listed_exceptions_pass(tmp_path):
     root = _package(tmp_path, {
         "tools/cli.py": "from ..grading import runner\nfrom ..lab import timing\n",
         "grading/runner.py": "from ..paths import course_root\n",
-        "grading/worker.py": "from ..checks import framework\n",
+        "grading/check_api.py": "from ..checks import framework\n",
         "checks/framework.py": "from ..probe import facts\n",
         "lab/timing.py": "from ..probe.facts import describe\nfrom .devices import get\n",
         "lab/devices.py": "", "probe/facts.py": "from .models import build\n",
@@ -221,13 +222,14 @@ def test_allowed_imports_downward_and_listed_exceptions_pass(tmp_path):
     assert forbidden(found, {}) == []
 
 
-def test_the_grader_reaches_the_checks_only_through_the_worker(tmp_path):
+def test_the_grader_reaches_the_checks_only_through_its_check_api(tmp_path):
     root = _package(tmp_path, {"grading/runner.py": "from ..checks import REGISTRY\n",
                                "checks/__init__.py": ""})
     found = edges(root)
     assert forbidden(found, {}) == [
         ("course_utils.grading.runner imports course_utils.checks (line 1): grading/ reaches "
-         "checks/ only through worker.py's check API")]
+         "checks/ only through check_api.py and alone.py, which speaks clean_run.py's "
+         "protocol")]
     assert forbidden(found, {("course_utils.grading.runner", "course_utils.checks"):
                              "a reason"}) == []
 

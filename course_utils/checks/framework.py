@@ -151,6 +151,7 @@ class Check:
     n_answers: int = 1
     outside: Outside | None = None  # work the grader does itself (see Outside)
     observes: Any = None  # the probe's observations' type (checks/shapes.py), None: unchecked
+    rerun_alone: bool = True  # graded, the probe runs again away from the notebook (clean_run)
 
     def success_line(self, inputs: Any) -> str:
         """What a pass means for these inputs: exactly what was tested."""
@@ -232,16 +233,18 @@ REGISTRY: dict[str, Check] = {}
 
 def check(*, success: str | Callable[[Any], str], make_inputs: Callable[[int, bool], Any],
           probe: Callable[..., Any], n_answers: int = 1,
-          outside: Outside | None = None, observes: Any = None) -> Callable[[Callable], Check]:
+          outside: Outside | None = None, observes: Any = None,
+          rerun_alone: bool = True) -> Callable[[Callable], Check]:
     """Decorator: register ``verify`` as the check named after it (``check_<exercise>``);
-    ``observes``: the type of what the probe reports, validated before verify (shapes.py)."""
+    ``observes``: the type of what the probe reports, validated before verify (shapes.py);
+    ``rerun_alone=False``: the probe needs the notebook's kernel (say why where it is set)."""
 
     def register(verify: Callable[[Any, Any, bool], None]) -> Check:
         name = verify.__name__
         if name in REGISTRY:
             raise RuntimeError(f"Two checks are named {name!r}; names must be unique.")
         REGISTRY[name] = Check(name, make_inputs, probe, verify, success, n_answers, outside,
-                               observes)
+                               observes, rerun_alone)
         return REGISTRY[name]
 
     return register

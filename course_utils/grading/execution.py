@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .alone import AloneProcess
 from .needed import Plan
 from .records import ItemResult, Status
 from .session import CellTimeout, KernelDied, OutputLimit
@@ -24,6 +25,8 @@ class CellsRun:
     scratch_full: bool = False  # its folder's tmpfs, or a check's trial's, was full (scratch_mb)
     plan: Plan | None = None  # the cells it ran, where it skipped some
     errors: list[str] = field(default_factory=list)  # "Name: message" of cells that raised
+    review: list[str] = field(default_factory=list)  # answers whose checks disagreed alone
+    alone: AloneProcess | None = None  # where its answers run alone (checks.clean_run)
 
     def end(self, status: Status, why: str) -> None:
         self.status = status

@@ -55,6 +55,13 @@ class Group:
         self._set(limits, cpu_tasks)
         return self
 
+    def ensure(self) -> Group:
+        """This group as a slot for others (no limits of its own), made if it is missing,
+        only inside a parent that exists (FileNotFoundError otherwise, as ``create``)."""
+        if not self.folders or not self.folders[0].exists():
+            self.create(None, parents=False)
+        return self
+
     def _set(self, limits: Limits | None, cpu_tasks: int) -> None:
         backend = self.control.backend
         if backend is Backend.V1:

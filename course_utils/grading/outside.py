@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import sandbox
+from .alone import AloneProcess
 from .scratch import remove_tree
 from .session import CellTimeout, KernelRecipe
 
@@ -30,13 +31,27 @@ KEPT = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "MPLBACKEND")
 
 
 class OutsideSandbox:
-    """Lent to one check call: ``folder()`` and ``run(command, scratch=, timeout=)``."""
+    """Lent to one check call: ``folder()`` and ``run(command, scratch=, timeout=)``, and the
+    worker's process for answers run alone (``observe_alone``: check_api.py)."""
 
     _names = itertools.count()
 
-    def __init__(self, recipe: KernelRecipe, scratch_root: Path, deadline: float):
+    def __init__(self, recipe: KernelRecipe, scratch_root: Path, deadline: float,
+                 alone: AloneProcess | None = None, decides: bool = True):
         self.recipe, self.scratch_root, self.deadline = recipe, Path(scratch_root), deadline
         self.scratch_filled = False  # a run filled its scratch (the notebook: scratch-full)
+        self.alone, self.decides = alone, decides  # decides: points hang on this call
+        self.review: list[str] = []  # what the instructor should look at (review.py's column)
+
+    def observe_alone(self, check: str, portable: dict, inputs) -> tuple[object, str]:
+        """The check's probe run on ``portable`` in the worker's alone process (alone.py)."""
+        if self.alone is None:
+            return None, "no process was lent for it"
+        self.alone.deadline = self.deadline
+        return self.alone.observe(check, portable, inputs)
+
+    def note_review(self, reason: str) -> None:
+        self.review.append(reason)
 
     @property
     def scratch_mb(self) -> int:

@@ -36,6 +36,12 @@ GC_CALLS = frozenset({"get_objects", "get_referrers", "get_referents"})
 # Builtins the grader's probe expression and the probes call by bare name.
 PROBE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "__builtins__",
                             "__build_class__", "globals", "vars", "getattr", "setattr", "repr"})
+# Code whose text is built at run time, where reading the source cannot follow it; and
+# the process's own descriptors and /proc, through which code can write past the probe (the
+# channel a fresh process reports on, checks/clean_run.py). No answer needs any of them.
+DYNAMIC_CODE = frozenset({"exec", "eval", "compile", "__import__", "import_module"})
+REACHING_OS = frozenset({"write", "dup", "dup2", "fdopen", "_exit", "kill", "fork", "forkpty",
+                         "pidfd_open", "pidfd_send_signal"})
 PATCHED_ROOTS = ("torch", "course_utils", "json", "sys", "builtins")
 TUNING = ("torch.backends.",)  # settings the lessons teach (cudnn.benchmark, TF32), no patch
 
@@ -85,11 +91,29 @@ def _node_reaches(node: ast.AST, roots: dict[str, str]) -> Iterator[str]:
         targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
         for target in targets:
             yield from _patches(target, roots)
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id in ("setattr", "delattr") and node.args:
+    elif isinstance(node, ast.Call):
+        yield from _call_reaches(node, roots)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            and node.value.startswith(("/proc/", "/dev/fd")):
+        yield f"names `{node.value[:40]}` (the processes' own files)"
+
+
+def _call_reaches(node: ast.Call, roots: dict[str, str]) -> Iterator[str]:
+    called = _dotted(node.func, roots)
+    name = called.rsplit(".", 1)[-1]
+    if name in ("setattr", "delattr") and isinstance(node.func, ast.Name) and node.args:
         patched = _dotted(node.args[0], roots)
         if patched.split(".")[0] in PATCHED_ROOTS:
-            yield f"patches `{patched}` ({node.func.id})"
+            yield f"patches `{patched}` ({name})"
+    elif name in DYNAMIC_CODE and (isinstance(node.func, ast.Name) or called.startswith(
+            ("builtins.", "importlib."))):
+        if name in ("__import__", "import_module") and node.args and isinstance(
+                node.args[0], ast.Constant) and str(node.args[0].value).split(".")[0] \
+                not in REACHING_MODULES:
+            return  # a module named in the source: as plain as an import statement
+        yield f"runs code or imports built at run time (`{name}`)"
+    elif name in REACHING_OS and called.startswith("os."):
+        yield f"calls `{called}` (the process's own descriptors or processes)"
 
 
 def _attribute_reaches(node: ast.Attribute, roots: dict[str, str]) -> Iterator[str]:

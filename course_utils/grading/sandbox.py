@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -170,6 +170,58 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
                    scratch=folder, timeout=120, limits=Limits(memory_mb=2048))
         done.returncode, done.stdout, done.timed_out, done.refused
     """
+    started = time.monotonic()
+    # Output goes to files the sandbox cannot see (their size is capped by the file-size
+    # rlimit), not to pipes that could fill this process's memory.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryFile() as given:
+        given.write(stdin)
+        given.seek(0)
+        with start(command, scratch=scratch, limits=limits, env=env, readable=readable,
+                   hidden=hidden, use_limits=use_limits, confined=confined, inside=inside,
+                   scratch_mb=scratch_mb, stdin=given, stdout=out, stderr=err) as running:
+            try:
+                returncode: int | None = running.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                running.kill()
+                returncode = None
+            refused = running.refused()
+        texts = []
+        for handle in (out, err):
+            handle.seek(0)
+            texts.append(handle.read(limits.output_bytes).decode("utf-8", errors="replace"))
+    return SandboxedRun(returncode, texts[0], texts[1], returncode is None,
+                        time.monotonic() - started, refused)
+
+
+@dataclass
+class Running:
+    """A command started by :func:`start`: its process and its cgroup (None: no limits)."""
+
+    process: subprocess.Popen
+    group: Group | None
+
+    def kill(self) -> None:
+        """Kill it and all it started: bwrap's death takes its PID namespace with it;
+        unconfined, its process group."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.kill()
+        self.process.wait()
+
+    def refused(self) -> str:
+        return self.group.counters().describe() if self.group is not None else ""
+
+
+@contextlib.contextmanager
+def start(command: Sequence[str], *, scratch: Path, limits: Limits = DEFAULT_LIMITS,
+          env: Mapping[str, str] | None = None, readable: Sequence[Path] = (),
+          hidden: Sequence[Path] = (), use_limits: bool = True, confined: bool = True,
+          inside: str = "", scratch_mb: int = 0, stdin=None, stdout=None,
+          stderr=None) -> Iterator[Running]:
+    """``command`` started in a fresh sandbox as :func:`run` describes, its standard streams
+    those given (files, or ``subprocess.PIPE`` for a caller that bounds what it reads);
+    killed with all it started, and its cgroup removed, when the block ends."""
     isolation = require() if confined else None
     control = cgroups.require() if use_limits else cgroups.UNSAFE
     scratch = Path(scratch).resolve()
@@ -189,34 +241,20 @@ def run(command: Sequence[str], *, scratch: Path, timeout: float, limits: Limits
         name = f"course-run-{os.getpid()}-{next(_runs)}"
         group = Group(control, f"{inside}/{name}" if inside else name).create(
             limits, parents=not inside)
-    argv = launch_argv(group, limits, argv)
-    started = time.monotonic()
-    # Output goes to files the sandbox cannot see (their size is capped by the file-size
-    # rlimit), not to pipes that could fill this process's memory.
     try:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-                tempfile.TemporaryFile() as given:
-            given.write(stdin)
-            given.seek(0)
-            process = subprocess.Popen(argv, cwd=scratch, stdin=given, stdout=out,
-                                       stderr=err, env=dict(env) if env is not None
-                                       else default_env(scratch), start_new_session=True)
-            try:
-                returncode: int | None = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                # bwrap's death takes its whole PID namespace with it; unconfined, its group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.kill()
-                process.wait()
-                returncode = None
-            texts = []
-            for handle in (out, err):
-                handle.seek(0)
-                texts.append(handle.read(limits.output_bytes).decode("utf-8", errors="replace"))
-        refused = group.counters().describe() if group is not None else ""
+        process = subprocess.Popen(launch_argv(group, limits, argv), cwd=scratch, stdin=stdin,
+                                   stdout=stdout, stderr=stderr,
+                                   env=dict(env) if env is not None else default_env(scratch),
+                                   start_new_session=True)
+        running = Running(process, group)
+        try:
+            yield running
+        finally:
+            if process.poll() is None:
+                running.kill()
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
     finally:
         if group is not None:
             group.remove()  # nothing it started runs on
-    return SandboxedRun(returncode, texts[0], texts[1], returncode is None,
-                        time.monotonic() - started, refused)

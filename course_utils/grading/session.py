@@ -124,9 +124,7 @@ class KernelSession:
         # a kernel started late must not make the run's group again, outliving the run.
         self.group: Group | None = None
         if recipe.control.enforced:
-            slot = Group(recipe.control, recipe.worker_group)
-            if not slot.folders or not slot.folders[0].exists():
-                slot.create(None, parents=False)
+            slot = Group(recipe.control, recipe.worker_group).ensure()
             self.group = Group(recipe.control, f"{slot.name}/{self.folder.name}")
             self.group.create(recipe.limits, parents=False)
         command = launch_argv(self.group, recipe.limits, command)

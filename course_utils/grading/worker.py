@@ -1,18 +1,16 @@
 """Grade submissions in a worker process (started and fed by pool.py).
 
-The student's code runs only in the kernels this process starts; checks' verdicts are
-computed here from the plain JSON the probes return. Each worker keeps spare kernels
-starting in the background, so the next notebook does not wait for Python and torch to
-load; a kernel serves one notebook of one student and is never reused.
-
-A worker tells the main process what it has decided as it goes (:class:`ItemDecided`,
+The student's code runs only in the kernels this process starts, and in the one process where
+answers run again alone (alone.py); verdicts are computed here from the plain JSON the probes
+return. Spare kernels start in the background, so the next notebook does not wait for Python
+and torch to load; a kernel serves one notebook of one student and is never reused. A worker
+tells the main process what it has decided as it goes (:class:`ItemDecided`,
 :class:`NotebookDone`), so that if this process dies, the credit already earned is kept.
 """
 from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import signal
 import sys
@@ -23,13 +21,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from .alone import AloneProcess
 from .autograded import write_autograded
+from .check_api import run_check, score_fraction
 from .execution import ENDINGS, CellsRun, needs_full_run, outcome
 from .intake import InvalidSubmission, Submission, SubmittedNotebook, read_notebook
 from .limited import cap_own_memory
 from .needed import SKIPPED_OUTPUT, plan_cells
 from .outside import OutsideSandbox
-from .received import literal_string
 from .records import Execution, ItemResult, Limits, NotebookResult, Status
 from .review import learner_code, review_reasons
 from .scratch import filled, remove_tree
@@ -39,11 +38,9 @@ from .session import (
     KernelRecipe,
     KernelSession,
     OutputLimit,
-    ProbeUnavailable,
 )
 from .startup import skip_slow_optional_imports
 from .structure import GradeItem, LessonNotebook, tampering
-from .testcells import CheckCall
 
 
 # ---------------------------------------------------------------------- messages and config
@@ -98,54 +95,6 @@ Event = CellStarted | ItemDecided | NotebookDone | JobDone
 Report = Callable[[Event], None]
 
 
-# ---------------------------------------------------------------------- the check API
-# The only lines that call the check framework (course_utils.checks). Imported on first use:
-# it imports torch, and a worker starts its first kernel before that.
-
-def run_check(session: KernelSession, call: CheckCall, seed: int,
-              outside: OutsideSandbox | None = None):
-    """Probe the answer in the kernel, verify here: the Verdict, or the message of why the
-    answer could not be checked at all (it then scores 0). A check with work the kernel must
-    not do for the grader (checks.framework.Outside) does it here, in ``outside``."""
-    from ..checks import REGISTRY, framework
-
-    check = REGISTRY.get(call.check_name)
-    if check is None:
-        return f"internal: unknown check {call.check_name!r}"
-    inputs = check.make_inputs(seed, call.hidden)
-    lent = check.outside if outside is not None else None
-    try:
-        text = session.evaluate(check.probe_expression(call.answer_names, inputs,
-                                                       lent.probe if lent else None))
-        observations = json.loads(literal_string(text))
-    except ProbeUnavailable as error:
-        names = ", ".join(call.answer_names)
-        return (f"could not check {names}: {error}. Define it in its answer cell and "
-                "make sure the notebook runs top to bottom.")
-    except (ValueError, TypeError, RecursionError):
-        return "the probe's answer was not valid data (was the kernel tampered with?)"
-    if lent is not None and isinstance(observations, dict) and "probe_error" not in observations:
-        try:
-            observations = lent.gather(inputs, observations, outside)
-        except CellTimeout:
-            raise
-        except Exception as error:  # noqa: BLE001 - learner code's trial fails this check only
-            return f"the answer could not be checked ({type(error).__name__}); it scores 0"
-    try:
-        return check.evaluate(inputs, observations, call.hidden)
-    except framework.GraderError:  # the check's own bug: the notebook's status is `error`
-        raise
-    except Exception as error:  # noqa: BLE001 - malformed observations fail closed
-        return f"the answer could not be checked ({type(error).__name__}); it scores 0"
-
-
-def score_share(verdicts) -> float:
-    from ..checks.framework import score_fraction
-
-    return score_fraction(verdicts)
-# ---------------------------------------------------------------------- end of the check API
-
-
 def case_seed(run_seed: int, student: str, lesson: str, grade_id: str, index: int) -> int:
     """Inputs depend on the run's seed and the case, never on the order of grading."""
     text = f"{run_seed}/{student}/{lesson}/{grade_id}/{index}".encode()
@@ -187,6 +136,8 @@ class KernelSupply:
         self._waiting: deque[KernelSession] = deque()
         self._names = itertools.count()
         self._prefix = f"w{os.getpid()}-"
+        self.alone = AloneProcess(recipe, scratch_root)  # where answers run again alone
+        self.alone.start_ahead()  # on another core while the first kernel starts
 
     def _start(self, lesson: str) -> KernelSession:
         folder = self.scratch_root / f"{self._prefix}{next(self._names)}"
@@ -226,6 +177,7 @@ class KernelSupply:
     def close(self) -> None:
         while self._waiting:
             self.discard(self._waiting.popleft())
+        self.alone.close()
 
 
 # ---------------------------------------------------------------------- grading
@@ -258,7 +210,8 @@ def grade_notebook(kernels: KernelSupply, config: WorkerConfig, submission: Subm
                              notebook.note)
     result = NotebookResult(spec.name, status, reason,
                             final_verdicts(spec.items, run.decided, problems, run.stopped),
-                            "; ".join(review_reasons(learner_code(nb, spec))),
+                            "; ".join(dict.fromkeys(review_reasons(learner_code(nb, spec))
+                                                    + run.review)),
                             Execution.ALL if run.plan is None else Execution.NEEDED)
     if config.autograded_dir is not None:
         target = config.autograded_dir / submission.student / submission.lesson / spec.filename
@@ -271,6 +224,7 @@ def _run_in_kernel(kernels: KernelSupply, config: WorkerConfig, submission: Subm
                    report: Report, when: tuple[int, float, tuple[str, ...]]) -> None:
     """Run ``nb`` in a fresh kernel into ``run``; ``when``: job, deadline, lessons to come."""
     (job_id, deadline, upcoming), session = when, kernels.take(submission.lesson)
+    run.alone = kernels.alone
     try:
         session.begin(deadline)
         kernels.top_up(list(upcoming))  # they start while this notebook runs
@@ -335,12 +289,15 @@ def _check_item(session: KernelSession, config: WorkerConfig, submission: Submis
     passed (the hidden ones where there are any), rounded to hundredths so that every report
     (table, CSV, gradebook) shows the same number."""
     verdicts, messages = [], []
+    hidden_calls = any(call.hidden for call in item.calls)  # then they alone decide the points
     for index, call in enumerate(item.calls):
         seed = case_seed(config.run_seed, submission.student, submission.lesson,
                          item.grade_id, index)
-        outside = OutsideSandbox(config.recipe, config.scratch_root, session.deadline)
+        outside = OutsideSandbox(config.recipe, config.scratch_root, session.deadline,
+                                 run.alone, decides=call.hidden or not hidden_calls)
         outcome = run_check(session, call, seed, outside)
         run.scratch_full |= outside.scratch_filled  # a check's trial filled its scratch
+        run.review += outside.review
         if isinstance(outcome, str):  # not checkable at all: nothing else can be trusted
             return verdict(item, 0.0, ("Hidden test failed: " if call.hidden else "") + outcome)
         verdicts.append((call.hidden, outcome))
@@ -350,7 +307,7 @@ def _check_item(session: KernelSession, config: WorkerConfig, submission: Submis
                              else outcome.message))
     feedback = "\n".join(("Hidden test failed: " if hidden else "") + message
                          for hidden, message in messages)
-    return verdict(item, round(item.points * score_share(verdicts), 2), feedback or "passed")
+    return verdict(item, round(item.points * score_fraction(verdicts), 2), feedback or "passed")
 
 
 def grade_submission(kernels: KernelSupply, config: WorkerConfig, job: GradeJob,

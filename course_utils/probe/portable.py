@@ -1,19 +1,24 @@
 """The answers as source: what a fresh process needs to rebuild them (checks.clean_run).
 
-Runs in the student's kernel, as part of the probe kit. For each answer function: its source,
-the notebook functions it calls (their source too, first), the modules and imported objects it
-uses under the names it uses, and its plain constants. A global it reads that is none of these
+Runs in the student's kernel, as part of the probe kit. For each answer function or class: its
+source, the notebook functions and classes it uses (their source too, first), the modules and
+imported objects it uses under the names it uses, and its plain constants; an answer that is
+plain data (a dict of flags, say) travels as its value. A global it reads that is none of these
 (a tensor, an instance) is listed in ``missing``: such an answer is not rebuilt, and the check
 keeps what the kernel observed.
 """
 
+import ast
 import dis
 import inspect
+import json
+import linecache
 import sys
 import textwrap
 import types
 
 PLAIN = (bool, int, float, str, type(None))
+MAX_DATA_CHARS = 100_000  # an answer sent as its value (JSON), at most
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -37,6 +42,48 @@ def _importable(value) -> tuple[str, str] | None:
     return (module, name) if found is value else None
 
 
+def _class_source(cls: type) -> tuple[str, set[str], dict]:
+    """A notebook class's statement (read from its cell, as a function's is), the names its
+    statement reads, and the globals its methods see."""
+    methods = [value for value in vars(cls).values() if isinstance(value, types.FunctionType)]
+    if not methods:
+        raise TypeError("a class without methods")
+    code = methods[0].__code__
+    lines = linecache.getlines(code.co_filename)
+    for node in ast.walk(ast.parse("".join(lines))):
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__ \
+                and node.lineno <= code.co_firstlineno <= (node.end_lineno or 0):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            source = textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
+            return source, names, methods[0].__globals__
+    raise OSError(f"the source of class {cls.__name__}")
+
+
+def _plain_data(value) -> bool:
+    """JSON that comes back as it was (dicts with string keys, lists, plain values)."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return len(text) <= MAX_DATA_CHARS and json.loads(text) == value \
+        and not isinstance(value, tuple)
+
+
+def _place(name: str, value, facts: dict, visit) -> None:
+    """Where a global an answer reads goes in ``facts`` (its own source first, by ``visit``)."""
+    if isinstance(value, types.ModuleType):
+        facts["modules"][name] = value.__name__
+    elif isinstance(value, types.FunctionType | type) and value.__module__ == "__main__":
+        visit(value)
+    elif isinstance(value, PLAIN):
+        facts["constants"][name] = value
+    elif (where := _importable(value)) is not None:
+        facts["objects"][name] = list(where)
+    else:
+        facts["missing"].append(name)
+
+
 def portable_answers(*answers) -> dict:
     """What rebuilds ``answers`` elsewhere: {"names", "sources", "modules", "objects",
     "constants", "missing"} (JSON-able)."""
@@ -44,35 +91,33 @@ def portable_answers(*answers) -> dict:
                    "missing": []}
     visited: set[int] = set()
 
-    def visit(function) -> None:
-        if id(function) in visited:
+    def visit(answer) -> None:
+        if id(answer) in visited:
             return
-        visited.add(id(function))
+        visited.add(id(answer))
         try:
-            source = textwrap.dedent(inspect.getsource(function))
-        except (OSError, TypeError):
-            facts["missing"].append(getattr(function, "__name__", "an answer without source"))
-            return
-        for name in sorted(_global_names(function.__code__)):
-            if name not in function.__globals__:
-                continue  # a built-in
-            value = function.__globals__[name]
-            if isinstance(value, types.ModuleType):
-                facts["modules"][name] = value.__name__
-            elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
-                visit(value)
-            elif isinstance(value, PLAIN):
-                facts["constants"][name] = value
-            elif (where := _importable(value)) is not None:
-                facts["objects"][name] = list(where)
+            if isinstance(answer, type):
+                source, names, where = _class_source(answer)
             else:
-                facts["missing"].append(name)
+                source = textwrap.dedent(inspect.getsource(answer))
+                names, where = _global_names(answer.__code__), answer.__globals__
+        except (OSError, TypeError, SyntaxError, ValueError, RecursionError):
+            facts["missing"].append(getattr(answer, "__name__", "an answer without source"))
+            return
+        for name in sorted(names):
+            if name in where and name != getattr(answer, "__name__", None):
+                _place(name, where[name], facts, visit)  # not a built-in, a local or itself
         facts["sources"].append(source)
 
-    for answer in answers:
-        if isinstance(answer, types.FunctionType) and answer.__closure__ is None:
+    for index, answer in enumerate(answers):
+        if isinstance(answer, type) and answer.__module__ == "__main__" or \
+                isinstance(answer, types.FunctionType) and answer.__closure__ is None:
             facts["names"].append(answer.__name__)
             visit(answer)
+        elif _plain_data(answer):
+            facts["names"].append(f"_answer_{index}")
+            facts["constants"][f"_answer_{index}"] = answer
         else:
-            facts["missing"].append(f"an answer that is not a plain function ({answer!r:.40})")
+            facts["missing"].append(f"an answer that is neither a function, a class nor plain "
+                                    f"data (a {type(answer).__name__})")
     return facts

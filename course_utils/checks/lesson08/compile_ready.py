@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ...probe import Spy, run_learner, type_name
-from .. import clean_run, references
+from .. import references
 from ..framework import case, check, expect_no_error, fail
 from . import compile_ready_rules as rules
 
@@ -92,10 +92,10 @@ def _success(inputs: dict) -> str:
             f"compile_for_batches() compiled once for all of them (graphs counted, no Inductor).")
 
 
-# Graded, the probe runs again in a fresh process on the answers' source: the graph breaks are
-# what Dynamo finds there, whatever the notebook's other cells patched (checks/clean_run.py).
-@check(success=_success, make_inputs=make_inputs, probe=probe, n_answers=2,
-       outside=clean_run.outside("check_compile_ready"))
+# Graded, the probe runs again in a fresh process on the answers' source (as every check's
+# does): the graph breaks are what Dynamo finds there, whatever the notebook's other cells
+# patched (checks/clean_run.py).
+@check(success=_success, make_inputs=make_inputs, probe=probe, n_answers=2)
 def check_compile_ready(inputs, observations, hidden):
     with case("score(): the original's values, no graph break"):
         _verify_score(inputs, observations)
