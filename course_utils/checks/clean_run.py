@@ -156,7 +156,12 @@ def _end_what_it_left() -> None:
         time.sleep(0.001)
     else:
         raise SystemExit("processes kept coming back")  # the grader starts a fresh server
-    left = [os.path.join(".", name) for name in os.listdir(".")]
+    left = []
+    for name in os.listdir("."):
+        try:
+            os.rmdir(name)  # most answers leave their folder empty
+        except OSError:
+            left.append(os.path.join(".", name))
     if left:  # rm: a tree deeper than Python's recursion limit goes too
         subprocess.run(["rm", "-rf", "--", *left], check=False, stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

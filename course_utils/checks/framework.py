@@ -192,9 +192,10 @@ class Check:
         print(f"✔ {self.success_line(inputs)}")
 
     def probe_expression(self, answer_names: tuple[str, ...], inputs: Any,
-                         probe: Callable[..., Any] | None = None) -> str:
+                         probe: Callable[..., Any] | None = None,
+                         kit: tuple[str, ...] = bundle.MODULES) -> str:
         """An expression that runs the probe (default: the check's own) in the user namespace
-        and returns JSON text.
+        and returns JSON text; ``kit``: the probe kit's modules it needs (all by default).
 
         The grader evaluates it as an IPython user expression in the student's kernel. Every
         name it uses is its own but the answers': ``exec`` is read from the builtins (a
@@ -206,7 +207,7 @@ class Check:
         own = [] if probe is self.probe else [inspect.getsource(self.probe),
                                               f"probe = {self.probe.__name__}"]
         program = "\n".join([
-            bundle.source(),
+            bundle.source(kit),
             *own,
             inspect.getsource(probe),
             "import json as _json",

@@ -74,10 +74,11 @@ def _observed_alone(session: KernelSession, check, call: CheckCall, inputs: Any,
     """(the fresh process's observations, "") or (None, why there are none: "" when the
     answer cannot be sent at all, which is no one's fault)."""
     from ..checks import clean_run
+    from ..probe import bundle
 
     try:
         portable = json.loads(literal_string(session.evaluate(check.probe_expression(
-            call.answer_names, inputs, clean_run.portable_of))))
+            call.answer_names, inputs, clean_run.portable_of, kit=bundle.PORTABLE))))
     except (ProbeUnavailable, ValueError, TypeError, RecursionError):
         return None, ""  # the kernel's probe says what is wrong
     if not isinstance(portable, dict) or portable.get("missing") or not portable.get("names"):

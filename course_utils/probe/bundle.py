@@ -18,12 +18,18 @@ MODULES = ("facts", "syncs", "instruments", "models", "collectives", "structures
 _SIBLING_IMPORT = re.compile(r"^from \.\w+ import [\w, ]+$")
 
 
+# What sending the answers as source needs (checks/clean_run.py's portable_of): compiling the
+# whole kit takes about 10 ms a call, this part a fraction of it.
+PORTABLE = ("facts", "portable")
+
+
 @cache
-def source() -> str:
-    """The kit's source, self-contained, ready to ``exec`` ahead of a probe."""
+def source(modules: tuple[str, ...] = MODULES) -> str:
+    """The kit's source (or the part of it in ``modules``, which must include what they use),
+    self-contained, ready to ``exec`` ahead of a probe."""
     folder = Path(__file__).parent
     parts = []
-    for name in MODULES:
+    for name in modules:
         lines = (folder / f"{name}.py").read_text(encoding="utf-8").splitlines()
         parts.append("\n".join(line for line in lines if not _SIBLING_IMPORT.match(line)))
     return "\n\n\n".join(parts) + "\n"
