@@ -171,3 +171,15 @@ def test_run_by_hand_it_removes_only_the_folder_it_made(tmp_path):
     assert server.wait(timeout=60) == 0
     server.stdout.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "sub"]
+
+
+@pytest.mark.gpu
+def test_an_answer_alone_can_use_the_gpu(alone):
+    """The server imports torch and the lessons' modules but never initialises CUDA (a fork of a
+    process that did could not use it): an answer that computes on the GPU runs alone."""
+    inputs = REGISTRY[CHECK].make_inputs(13, True)
+    on_gpu = RIGHT.replace("dtype=torch.float64)", "dtype=torch.float64, device='cuda')")
+    assert on_gpu.count("device='cuda'") == 2
+    observed, why = alone.observe(CHECK, portable(on_gpu), inputs)
+    assert why == "" and "probe_error" not in observed, observed
+    assert verdict(observed, inputs) == 1.0
