@@ -51,6 +51,13 @@ def uses_a_tensor(x, weight):
     return x @ WEIGHTS
 WEIGHTS = torch.ones(5, 6)
 
+NAMES, SIZES, PAIR = ["cat", "dog"], {"cat": 4}, (1, 2)
+
+
+def labelled(index):
+    return NAMES[index], SIZES.get(NAMES[index]), PAIR
+
+
 class Batches:
     """A notebook class: its methods read a module, a constant and a helper function."""
 
@@ -98,6 +105,9 @@ def test_a_notebook_class_and_plain_data_travel_too(notebook_namespace):
     rebuilt = clean_run._rebuild(portable)
     assert [int(x) for x in rebuilt["Batches"](25)] == [9, 19, 24]
     assert portable_answers((1, 2))["missing"] and portable_answers(torch.ones(2))["missing"]
+    labels = portable_answers(notebook_namespace["labelled"])
+    assert labels["constants"] == {"NAMES": ["cat", "dog"], "SIZES": {"cat": 4}}
+    assert labels["missing"] == ["PAIR"]  # a tuple would come back as a list
 
 
 def test_rebuilt_answers_give_the_observations_the_kernel_gives(notebook_namespace):

@@ -2,8 +2,9 @@
 
 Runs in the student's kernel, as part of the probe kit. For each answer function or class: its
 source, the notebook functions and classes it uses (their source too, first), the modules and
-imported objects it uses under the names it uses, and its plain constants; an answer that is
-plain data (a dict of flags, say) travels as its value. A global it reads that is none of these
+imported objects it uses under the names it uses, and its plain constants (numbers, strings,
+lists and dicts of them); an answer that is plain data (a dict of flags, say) travels as its
+value. A global it reads that is none of these
 (a tensor, an instance) is listed in ``missing``: such an answer is not rebuilt, and the check
 keeps what the kernel observed.
 """
@@ -76,7 +77,7 @@ def _place(name: str, value, facts: dict, visit) -> None:
         facts["modules"][name] = value.__name__
     elif isinstance(value, types.FunctionType | type) and value.__module__ == "__main__":
         visit(value)
-    elif isinstance(value, PLAIN):
+    elif isinstance(value, PLAIN) or _plain_data(value):  # a list of labels, a dict of sizes
         facts["constants"][name] = value
     elif (where := _importable(value)) is not None:
         facts["objects"][name] = list(where)
