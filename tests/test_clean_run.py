@@ -52,10 +52,15 @@ def uses_a_tensor(x, weight):
 WEIGHTS = torch.ones(5, 6)
 
 NAMES, SIZES, PAIR = ["cat", "dog"], {"cat": 4}, (1, 2)
+device, DTYPE = torch.device("cpu"), torch.bfloat16
 
 
 def labelled(index):
     return NAMES[index], SIZES.get(NAMES[index]), PAIR
+
+
+def placed(x):
+    return x.to(device, DTYPE)
 
 
 class Batches:
@@ -108,6 +113,11 @@ def test_a_notebook_class_and_plain_data_travel_too(notebook_namespace):
     labels = portable_answers(notebook_namespace["labelled"])
     assert labels["constants"] == {"NAMES": ["cat", "dog"], "SIZES": {"cat": 4}}
     assert labels["missing"] == ["PAIR"]  # a tuple would come back as a list
+    placed = portable_answers(notebook_namespace["placed"])  # as the lessons write it
+    assert placed["devices"] == {"device": "cpu"} and placed["missing"] == []
+    assert placed["objects"]["DTYPE"] == ["torch", "bfloat16"]
+    moved = clean_run._rebuild(placed)["placed"](torch.ones(2))
+    assert moved.dtype == torch.bfloat16 and moved.device.type == "cpu"
 
 
 def test_rebuilt_answers_give_the_observations_the_kernel_gives(notebook_namespace):

@@ -45,7 +45,8 @@ def portable_of(*args):
 # ------------------------------------------------------------------ the fresh process itself
 
 def _rebuild(portable: dict) -> dict:
-    """The answers' namespace: their modules, imported objects, constants, then their source."""
+    """The answers' namespace: their modules, imported objects, constants and devices, then
+    their source."""
     namespace: dict = {"__name__": "__main__"}
     for name, module in portable["modules"].items():
         namespace[name] = importlib.import_module(module)
@@ -55,6 +56,11 @@ def _rebuild(portable: dict) -> dict:
             value = getattr(value, part)
         namespace[name] = value
     namespace.update(portable["constants"])
+    if portable.get("devices"):
+        import torch
+
+        namespace.update({name: torch.device(where)
+                          for name, where in portable["devices"].items()})
     for source in portable["sources"]:
         exec(compile(source, "<answer>", "exec"), namespace)  # noqa: S102 - in the sandbox
     return namespace

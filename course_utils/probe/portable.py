@@ -2,11 +2,11 @@
 
 Runs in the student's kernel, as part of the probe kit. For each answer function or class: its
 source, the notebook functions and classes it uses (their source too, first), the modules and
-imported objects it uses under the names it uses, and its plain constants (numbers, strings,
-lists and dicts of them); an answer that is plain data (a dict of flags, say) travels as its
-value. A global it reads that is none of these
-(a tensor, an instance) is listed in ``missing``: such an answer is not rebuilt, and the check
-keeps what the kernel observed.
+imported objects it uses under the names it uses, its plain constants (numbers, strings, lists
+and dicts of them) and its torch devices and dtypes; an answer that is plain data (a dict of
+flags, say) travels as its value. A global it reads that is none of these (a tensor, an
+instance) is listed in ``missing``: such an answer is not rebuilt, and the check keeps what the
+kernel observed.
 """
 
 import ast
@@ -79,17 +79,27 @@ def _place(name: str, value, facts: dict, visit) -> None:
         visit(value)
     elif isinstance(value, PLAIN) or _plain_data(value):  # a list of labels, a dict of sizes
         facts["constants"][name] = value
-    elif (where := _importable(value)) is not None:
+    elif (where := _importable(value) or _torch_dtype(value)) is not None:
         facts["objects"][name] = list(where)
+    elif type(value).__module__ == "torch" and type(value).__name__ == "device":
+        facts["devices"][name] = str(value)  # `device = pick_device()`, as the lessons write
     else:
         facts["missing"].append(name)
 
 
+def _torch_dtype(value) -> tuple[str, str] | None:
+    """("torch", "float16") for ``torch.float16``: a dtype is an attribute of torch."""
+    if type(value).__module__ != "torch" or type(value).__name__ != "dtype":
+        return None
+    name = str(value).removeprefix("torch.")
+    return ("torch", name) if getattr(sys.modules.get("torch"), name, None) is value else None
+
+
 def portable_answers(*answers) -> dict:
     """What rebuilds ``answers`` elsewhere: {"names", "sources", "modules", "objects",
-    "constants", "missing"} (JSON-able)."""
+    "constants", "devices", "missing"} (JSON-able)."""
     facts: dict = {"names": [], "sources": [], "modules": {}, "objects": {}, "constants": {},
-                   "missing": []}
+                   "devices": {}, "missing": []}
     visited: set[int] = set()
 
     def visit(answer) -> None:
