@@ -203,12 +203,8 @@ class Check:
         global named ``exec`` would run instead and could forge the result.
         """
         probe = probe or self.probe
-        # an Outside's probe may call the check's own, sent beside it under the name `probe`
-        own = [] if probe is self.probe else [inspect.getsource(self.probe),
-                                              f"probe = {self.probe.__name__}"]
         program = "\n".join([
             bundle.source(kit),
-            *own,
             inspect.getsource(probe),
             "import json as _json",
             f"_inputs = _json.loads({json.dumps(inputs)!r})",
