@@ -26,6 +26,7 @@ from typing import Any
 from ..checks import clean_run
 from . import sandbox
 from .groups import Group
+from .outside import kernel_confinement
 from .scratch import remove_tree
 from .session import KernelRecipe
 
@@ -97,11 +98,8 @@ class AloneProcess:
             self._running = stack.enter_context(sandbox.start(
                 command, scratch=folder, limits=recipe.limits,
                 env=dict(sandbox.default_env(folder), **recipe.env, HOME=str(folder)),
-                hidden=recipe.hidden, use_limits=recipe.control.enforced,
-                confined=recipe.bwrap is not None,
-                inside=recipe.worker_group if recipe.control.enforced else "",
-                scratch_mb=recipe.limits.scratch_mb if recipe.bwrap else 0,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                **kernel_confinement(recipe)))
         except BaseException:
             stack.close()
             raise

@@ -20,14 +20,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Protocol
 
 from . import sandbox
-from .alone import AloneProcess
 from .scratch import remove_tree
 from .session import CellTimeout, KernelRecipe
 
 # What a trial keeps of the kernel's environment (threads per kernel, no GPU chatter).
 KEPT = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED", "MPLBACKEND")
+
+
+class Alone(Protocol):
+    """The worker's process for answers run alone (alone.AloneProcess)."""
+
+    deadline: float
+
+    def observe(self, check: str, portable: dict, inputs: Any) -> tuple[Any, str]: ...
 
 
 class OutsideSandbox:
@@ -37,7 +45,7 @@ class OutsideSandbox:
     _names = itertools.count()
 
     def __init__(self, recipe: KernelRecipe, scratch_root: Path, deadline: float,
-                 alone: AloneProcess | None = None, decides: bool = True):
+                 alone: Alone | None = None, decides: bool = True):
         self.recipe, self.scratch_root, self.deadline = recipe, Path(scratch_root), deadline
         self.scratch_filled = False  # a run filled its scratch (the notebook: scratch-full)
         self.alone, self.decides = alone, decides  # decides: points hang on this call
@@ -56,7 +64,7 @@ class OutsideSandbox:
     @property
     def scratch_mb(self) -> int:
         """The cap on a run's scratch, all files together (0: none, unsandboxed)."""
-        return self.recipe.limits.scratch_mb if self.recipe.bwrap is not None else 0
+        return kernel_confinement(self.recipe)["scratch_mb"]
 
     def mark_scratch_filled(self) -> None:
         self.scratch_filled = True
@@ -84,7 +92,14 @@ class OutsideSandbox:
         env = dict(sandbox.default_env(Path(scratch)),
                    **{key: recipe.env[key] for key in KEPT if key in recipe.env})
         return sandbox.run(command, scratch=scratch, timeout=min(timeout, left),
-                           limits=limits, env=env, scratch_mb=self.scratch_mb, stdin=stdin,
-                           hidden=recipe.hidden, use_limits=recipe.control.enforced,
-                           confined=recipe.bwrap is not None,
-                           inside=recipe.worker_group if recipe.control.enforced else "")
+                           limits=limits, env=env, stdin=stdin, **kernel_confinement(recipe))
+
+
+def kernel_confinement(recipe: KernelRecipe) -> dict[str, Any]:
+    """sandbox.run's and sandbox.start's options for a process the grader starts for a check
+    (a trial here, the alone process in alone.py): confined as the run's kernels are, its
+    group inside the worker's, its scratch a tmpfs of the kernel's size when sandboxed."""
+    enforced, confined = recipe.control.enforced, recipe.bwrap is not None
+    return {"hidden": recipe.hidden, "use_limits": enforced, "confined": confined,
+            "inside": recipe.worker_group if enforced else "",
+            "scratch_mb": recipe.limits.scratch_mb if confined else 0}
