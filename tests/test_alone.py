@@ -1,4 +1,4 @@
-"""The process answers run alone in, graded (grading/alone.py, checks/clean_run.py).
+"""The process answers run alone in, graded (grading/alone.py and alone_server.py).
 
 Real: the grading sandbox (bubblewrap) with a kernel's limits, the course's own server, and
 lesson 09's fit_comm_model check (a small probe) as the check asked for.
@@ -122,10 +122,15 @@ LEAVES = '''def fit_comm_model(sizes, seconds):
         os._exit(0)
     with open("../helper_module.py", "w") as planted:  # beside the server, for the next
         planted.write("FORGED = True\\n")
-    deep = "."
-    for _ in range(1500):  # deeper than Python's recursion limit
-        deep = os.path.join(deep, "d")
-    os.makedirs(deep)
+    here = os.getcwd()
+    for _ in range(1500):  # deeper than Python's recursion limit (os.makedirs recurses)
+        os.mkdir("d")
+        os.chdir("d")
+    os.chdir(here)
+    os.makedirs("closed/inner")  # a folder no one may enter or empty, its owner included
+    open("closed/inner/kept", "w").close()
+    os.chmod("closed/inner", 0)
+    os.chmod("closed", 0)
     return 0.0, 1.0
 '''
 LOOKS = '''def fit_comm_model(sizes, seconds):
@@ -143,14 +148,16 @@ LOOKS = '''def fit_comm_model(sizes, seconds):
 
 def test_what_an_answer_leaves_is_gone_before_the_next(alone):
     """The next answer (maybe another student's) finds no process, file or module the one
-    before left: the server is their subreaper and empties its folder after each."""
+    before left, however deep or closed: the server is their subreaper and empties its folder
+    after each (scratch.remove_tree)."""
     inputs = REGISTRY[CHECK].make_inputs(11, True)
     observed, why = alone.observe(CHECK, portable(LEAVES), inputs)
-    assert why == "" and "probe_error" not in observed, observed
+    assert why == "" and "probe_error" not in observed and observed["error"] is None, observed
     observed, why = alone.observe(CHECK, portable(LOOKS), inputs)
     assert why == "", why
     found = observed["returned"]["items"][0]["value"]
-    assert found.startswith("[0, 0.0, ['answer-"), found  # only its own folder
+    assert found.startswith("[0, 0.0, ['answer-") and found.count("answer-") == 1, found
+    assert found.endswith("']]"), found  # only its own folder: nothing else left beside it
 
 
 def test_run_by_hand_it_removes_only_the_folder_it_made(tmp_path):
@@ -160,7 +167,7 @@ def test_run_by_hand_it_removes_only_the_folder_it_made(tmp_path):
     (tmp_path / "sub").mkdir()
     request = {"check": CHECK, "portable": portable(RIGHT),
                "inputs": REGISTRY[CHECK].make_inputs(12, True)}
-    server = subprocess.Popen([sys.executable, "-m", "course_utils.checks.clean_run"],
+    server = subprocess.Popen([sys.executable, "-m", "course_utils.grading.alone_server"],
                               cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, env=dict(os.environ))
     assert server.stdout.readline() == b"COURSE-CLEAN-RUN ready\n"

@@ -26,9 +26,10 @@ ALLOWED: dict[tuple[str, str], str] = {}
 
 # (wing, wing below it) -> the only modules of the first that may import the second, and why.
 FENCES: dict[tuple[str, str], tuple[set[str], str]] = {
-    ("grading", "checks"): ({"course_utils.grading.check_api", "course_utils.grading.alone"},
-                            ("grading/ reaches checks/ only through check_api.py and alone.py, "
-                             "which speaks clean_run.py's protocol")),
+    ("grading", "checks"): ({"course_utils.grading.check_api", "course_utils.grading.alone",
+                             "course_utils.grading.alone_server"},
+                            ("grading/ reaches checks/ only through check_api.py and the alone "
+                             "process's two sides, which speak clean_run.py's protocol")),
 }
 
 
@@ -228,8 +229,8 @@ def test_the_grader_reaches_the_checks_only_through_its_check_api(tmp_path):
     found = edges(root)
     assert forbidden(found, {}) == [
         ("course_utils.grading.runner imports course_utils.checks (line 1): grading/ reaches "
-         "checks/ only through check_api.py and alone.py, which speaks clean_run.py's "
-         "protocol")]
+         "checks/ only through check_api.py and the alone process's two sides, which speak "
+         "clean_run.py's protocol")]
     assert forbidden(found, {("course_utils.grading.runner", "course_utils.checks"):
                              "a reason"}) == []
 

@@ -1,14 +1,14 @@
-"""The process answers run alone in, on the grader's side (checks.clean_run).
+"""The process answers run alone in, on the grader's side (alone_server.py, checks/clean_run.py).
 
 One per grading worker, started in the background beside its first kernel and stopped with
-the worker: ``python -m course_utils.checks.clean_run`` in the grading sandbox, with a kernel's
-limits (its own cgroup inside the worker's, a tmpfs scratch of ``scratch_mb``), the run's
-lessons' imports loaded once, then a fork per answer that leaves nothing behind (clean_run.py
-says how). Starting it costs about what a kernel's start does; it is paid once per worker, not
-per notebook. What comes back is bounded before it is held: one reply line of at most
-``clean_run.MAX_RESULT_BYTES``, read within the call's time (the cell's time limit and the
-submission's deadline, whichever is nearer); a process that says more, says it late or dies is
-stopped, and the next answer gets a fresh one.
+the worker: ``python -m course_utils.grading.alone_server`` in the grading sandbox, with a
+kernel's limits (its own cgroup inside the worker's, a tmpfs scratch of ``scratch_mb``), the
+run's lessons' imports loaded once, then a fork per answer that leaves nothing behind
+(alone_server.py says how). Starting it costs about what a kernel's start does; it is paid once
+per worker, not per notebook. What comes back is bounded before it is held: one reply line of
+at most ``clean_run.MAX_RESULT_BYTES``, read within the call's time (the cell's time limit and
+the submission's deadline, whichever is nearer); a process that says more, says it late or
+dies is stopped, and the next answer gets a fresh one.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import clean_run
-from . import sandbox
+from . import alone_server, sandbox
 from .groups import Group
 from .outside import kernel_confinement
 from .scratch import remove_tree
@@ -93,7 +93,7 @@ class AloneProcess:
         stack = contextlib.ExitStack()
         folder = Path(tempfile.mkdtemp(prefix="alone-", dir=self.scratch_root))
         stack.callback(remove_tree, folder)
-        command = [sys.executable, "-m", clean_run.__name__, *self.preload]
+        command = [sys.executable, "-m", alone_server.__name__, *self.preload]
         try:
             self._running = stack.enter_context(sandbox.start(
                 command, scratch=folder, limits=recipe.limits,

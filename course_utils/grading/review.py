@@ -38,7 +38,7 @@ PROBE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "__builtins
                             "__build_class__", "globals", "vars", "getattr", "setattr", "repr"})
 # Code whose text is built at run time, where reading the source cannot follow it; and
 # the process's own descriptors and /proc, through which code can write past the probe (the
-# channel a fresh process reports on, checks/clean_run.py). No answer needs any of them.
+# channel the alone server reports on, grading/alone_server.py). No answer needs any of them.
 DYNAMIC_CODE = frozenset({"exec", "eval", "compile", "__import__", "import_module"})
 REACHING_OS = frozenset({"write", "dup", "dup2", "fdopen", "_exit", "kill", "fork", "forkpty",
                          "pidfd_open", "pidfd_send_signal"})

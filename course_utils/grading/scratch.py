@@ -46,7 +46,7 @@ def filled(leader: int | None, folder: Path, capacity_mb: int) -> bool:
     never the kernel's word. False where there is no such tmpfs (no sandbox, no cap)."""
     if not leader or capacity_mb <= 0:
         return False
-    for pid in _descendants(leader):
+    for pid in descendants(leader):
         try:
             info = os.statvfs(f"/proc/{pid}/root{folder}")
         except OSError:
@@ -56,7 +56,7 @@ def filled(leader: int | None, folder: Path, capacity_mb: int) -> bool:
     return False
 
 
-def _descendants(leader: int) -> list[int]:
+def descendants(leader: int) -> list[int]:
     """The processes below ``leader``, nearest first."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
